@@ -1,0 +1,204 @@
+"""`durable-agent`: run, recover, send, cancel and show a durable agent session."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent import inbox, probe
+from agent.lock import SessionLocked
+from agent.log import LogCorrupt, read_commits
+from agent.loop import Agent, AgentConfig
+from agent.provider import ProviderClient, ProviderConfig
+from agent.records import Outcome, Replay
+from agent.recovery import RecoveryError
+from agent.tools import BUILTINS, Registry
+from agent.transcript import render
+
+EXIT_OK = 0
+EXIT_RUN_FAILED = 1
+EXIT_USAGE = 2
+EXIT_SESSION = 3
+
+# Settings a session remembers, so `recover` needs no flags after `run`.
+_REMEMBERED = ("workspace", "provider_url", "model")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
+    """Options accepted before or after the command; only the top level holds the defaults."""
+
+    def d(value: Any) -> Any:
+        return value if top else argparse.SUPPRESS
+
+    p.add_argument("--session", type=Path,
+                   default=d(Path(os.environ.get("DURABLE_AGENT_SESSION", ".durable-agent"))),
+                   help="session directory (default $DURABLE_AGENT_SESSION or .durable-agent)")
+    p.add_argument("--workspace", type=Path, default=d(None),
+                   help="directory the tools work in (default: remembered, else cwd)")
+    p.add_argument("--provider-url", default=d(None),
+                   help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8080/v1 "
+                        "(default: remembered, else $OPENAI_BASE_URL)")
+    p.add_argument("--api-key-env", default=d("OPENAI_API_KEY"),
+                   help="environment variable holding the API key")
+    p.add_argument("--model", default=d(None), help="model name sent to the provider")
+    p.add_argument("--provider-timeout", type=float, default=d(60.0), metavar="S")
+    p.add_argument("--fsync", choices=["on", "off"], default=d("on"),
+                   help="fsync every commit (off is faster and NOT crash-safe on power loss)")
+    p.add_argument("--retry-delay", type=float, default=d(1.0), metavar="S")
+    p.add_argument("--max-retries", type=int, default=d(3))
+    p.add_argument("--resume-budget", type=int, default=d(3))
+    p.add_argument("--tools", default=d(None), help="comma-separated tools to register (default: all)")
+    p.add_argument("--policy", action="append", default=d([]), metavar="TOOL=safe|never",
+                   help="override a tool's replay policy (repeatable)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    _add_common(common, top=False)
+
+    parser = argparse.ArgumentParser(prog="durable-agent", description=__doc__)
+    _add_common(parser, top=True)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", parents=[common], help="recover, then run TASK as a new run")
+    run.add_argument("task")
+    sub.add_parser("recover", parents=[common],
+                   help="repair an interrupted run and drive its continuation to the end")
+    send = sub.add_parser("send", parents=[common], help="queue an input for the running agent")
+    send.add_argument("text")
+    sub.add_parser("cancel", parents=[common], help="ask the running agent to cancel its run")
+    show = sub.add_parser("show", parents=[common], help="print the session as a transcript")
+    show.add_argument("--json", action="store_true", help="print the raw commits as JSON lines")
+    sub.add_parser("tools", parents=[common], help="list tools and their replay policies")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    path = args.session / "config.json"
+    saved: dict[str, Any] = {}
+    if path.exists():
+        try:
+            saved = json.loads(path.read_text())
+        except ValueError as exc:
+            raise UsageError(f"{path}: not valid JSON ({exc})") from None
+    chosen = {
+        "workspace": str(args.workspace) if args.workspace else saved.get("workspace", os.getcwd()),
+        "provider_url": args.provider_url or saved.get("provider_url")
+        or os.environ.get("OPENAI_BASE_URL"),
+        "model": args.model or saved.get("model") or "crashmatrix-agent",
+    }
+    if args.command == "run" and {k: saved.get(k) for k in _REMEMBERED} != chosen:
+        args.session.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(chosen, indent=2))
+        os.replace(tmp, path)
+    return chosen
+
+
+def _registry(args: argparse.Namespace) -> Registry:
+    policies: dict[str, Replay] = {}
+    for item in args.policy:
+        name, _, value = item.partition("=")
+        try:
+            policies[name] = Replay(value)
+        except ValueError:
+            raise UsageError(f"--policy {item!r}: expected TOOL=safe or TOOL=never") from None
+    enabled = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
+    try:
+        return Registry.build(enabled, policies)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _agent(args: argparse.Namespace) -> Agent:
+    settings = _settings(args)
+    workspace = Path(settings["workspace"])
+    if not workspace.is_dir():
+        raise UsageError(f"workspace {workspace} is not a directory")
+    provider = None
+    if settings["provider_url"]:
+        try:
+            provider = ProviderClient(ProviderConfig(
+                base_url=settings["provider_url"],
+                api_key=os.environ.get(args.api_key_env, ""),
+                model=settings["model"],
+                timeout_s=args.provider_timeout,
+            ))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    config = AgentConfig(
+        session_dir=args.session,
+        workspace=workspace,
+        fsync=args.fsync == "on",
+        retry_delay_s=args.retry_delay,
+        max_retries=args.max_retries,
+        resume_budget=args.resume_budget,
+    )
+    return Agent(config, _registry(args), provider)
+
+
+def _exit_for(outcome: str | None) -> int:
+    if outcome in (None, Outcome.COMPLETED, Outcome.CANCELLED, Outcome.STOPPED):
+        return EXIT_OK
+    return EXIT_RUN_FAILED
+
+
+def _show(args: argparse.Namespace) -> int:
+    commits, repair = read_commits(args.session / "session.jsonl")
+    if args.json:
+        for c in commits:
+            print(json.dumps({"seq": c.seq, "entries": c.entries}, ensure_ascii=False))
+    else:
+        print(f"session {args.session}: {len(commits)} commits")
+        for line in render(commits):
+            print(line)
+    if repair is not None:
+        print(f"note: line {repair.line} is torn ({repair.why}); the next open will drop it",
+              file=sys.stderr)
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    probe.attach_from_env()
+    try:
+        if args.command == "show":
+            return _show(args)
+        if args.command == "tools":
+            for name, tool in _registry(args).tools.items():
+                print(f"{name:12} replay={tool.replay.value:6} {BUILTINS[name].description}")
+            return EXIT_OK
+        if args.command == "send":
+            item = inbox.deliver(args.session / "inbox", inbox.InboxKind.INPUT, args.text)
+            print(f"queued input {item}")
+            return EXIT_OK
+        if args.command == "cancel":
+            item = inbox.deliver(args.session / "inbox", inbox.InboxKind.CANCEL)
+            print(f"cancel requested ({item})")
+            return EXIT_OK
+        with _agent(args) as agent:
+            if agent.log.repair is not None:
+                r = agent.log.repair
+                print(f"durable-agent: repaired torn tail: dropped line {r.line} "
+                      f"({r.dropped_bytes} bytes: {r.why})", file=sys.stderr)
+            outcome = agent.run_prompt(args.task) if args.command == "run" else agent.recover()
+            for line in agent.notices_since_start():
+                print(f"durable-agent: notice: {line}", file=sys.stderr)
+        print(f"durable-agent: {outcome or 'nothing to recover'}", file=sys.stderr)
+        return _exit_for(outcome)
+    except UsageError as exc:
+        print(f"durable-agent: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (SessionLocked, LogCorrupt, RecoveryError) as exc:
+        print(f"durable-agent: error: {exc}", file=sys.stderr)
+        return EXIT_SESSION
+    except probe.ProbeDetached as exc:
+        print(f"durable-agent: {exc}", file=sys.stderr)
+        return EXIT_SESSION

@@ -1,0 +1,170 @@
+"""The session log: one atomic, checksummed, numbered commit per line of `session.jsonl`.
+
+A line is `{"seq":N,"entries":[...],"crc":"xxxxxxxx"}` where the CRC-32 covers the exact bytes of
+the line up to (not including) `,"crc"`, so checking it needs no re-serialisation. Opening
+repairs a damaged *last* line (a torn write) by truncating it and reports that it did; damage
+anywhere else is refused with the line number, because dropping it would lose acknowledged data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.probe import ProbeKind, probe
+from agent.records import Entry, commit_label
+
+_CRC_SUFFIX_LEN = len(',"crc":"00000000"}')
+
+
+class LogCorrupt(RuntimeError):
+    """The log is damaged somewhere other than its last line; nothing was changed."""
+
+    def __init__(self, path: Path, line: int, why: str) -> None:
+        super().__init__(f"{path}: line {line}: {why}; refusing to open (no data was changed)")
+        self.path = path
+        self.line = line
+        self.why = why
+
+
+@dataclass(frozen=True)
+class Commit:
+    seq: int
+    entries: list[Entry]
+
+
+@dataclass(frozen=True)
+class TailRepair:
+    """What opening the log dropped: a torn last line that was never acknowledged."""
+
+    line: int
+    dropped_bytes: int
+    why: str
+
+
+def encode_commit(seq: int, entries: list[Entry]) -> bytes:
+    body = json.dumps({"seq": seq, "entries": entries}, ensure_ascii=False, separators=(",", ":"))
+    head = body[:-1].encode()
+    crc = zlib.crc32(head)
+    return head + f',"crc":"{crc:08x}"}}\n'.encode()
+
+
+def decode_line(raw: bytes, expected_seq: int) -> Commit:
+    """Parse one complete line (without its newline); raises ValueError saying what is wrong."""
+    if len(raw) <= _CRC_SUFFIX_LEN or not raw.startswith(b'{"seq":'):
+        raise ValueError("not a commit line")
+    head, suffix = raw[:-_CRC_SUFFIX_LEN], raw[-_CRC_SUFFIX_LEN:]
+    if not (suffix.startswith(b',"crc":"') and suffix.endswith(b'"}')):
+        raise ValueError("checksum field missing")
+    want = suffix[8:16].decode("ascii", "replace")
+    if f"{zlib.crc32(head):08x}" != want:
+        raise ValueError("checksum mismatch")
+    try:
+        obj = json.loads(head + b"}")
+    except ValueError as exc:
+        raise ValueError(f"unparseable JSON ({exc})") from None
+    seq, entries = obj.get("seq"), obj.get("entries")
+    if seq != expected_seq:
+        raise ValueError(f"sequence number {seq}, expected {expected_seq}")
+    if not isinstance(entries, list) or not entries:
+        raise ValueError("commit holds no entries")
+    return Commit(seq, entries)
+
+
+def scan(data: bytes, path: Path) -> tuple[list[Commit], int, TailRepair | None]:
+    """Validate a whole log image. Returns commits, the length of the good prefix, and the repair.
+
+    Pure over bytes so the same rules serve the agent, `show`, and the harness's readers.
+    """
+    commits: list[Commit] = []
+    offset = 0
+    lines = data.split(b"\n")
+    # split() leaves a final element: b"" when the file ends with a newline, else a torn fragment.
+    complete, fragment = lines[:-1], lines[-1]
+    for index, raw in enumerate(complete):
+        line_no = index + 1
+        try:
+            commits.append(decode_line(raw, len(commits) + 1))
+        except ValueError as exc:
+            is_last = index == len(complete) - 1 and not fragment
+            if not is_last:
+                raise LogCorrupt(path, line_no, str(exc)) from None
+            return commits, offset, TailRepair(line_no, len(data) - offset, str(exc))
+        offset += len(raw) + 1
+    if fragment:
+        why = "incomplete last line (torn write)"
+        return commits, offset, TailRepair(len(complete) + 1, len(fragment), why)
+    return commits, offset, None
+
+
+def read_commits(path: Path) -> tuple[list[Commit], TailRepair | None]:
+    """Read without repairing or locking (for `show` and for harness-side readers)."""
+    data = path.read_bytes() if path.exists() else b""
+    commits, _, repair = scan(data, path)
+    return commits, repair
+
+
+class SessionLog:
+    """Append-only commit log. The caller holds the session lock."""
+
+    def __init__(self, path: Path, *, fsync: bool = True) -> None:
+        self.path = path
+        self.fsync = fsync
+        self.commits: list[Commit] = []
+        self.repair: TailRepair | None = None
+        self._fd: int | None = None
+
+    def open(self) -> None:
+        created = not self.path.exists()
+        data = b"" if created else self.path.read_bytes()
+        self.commits, good_len, self.repair = scan(data, self.path)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+        self._fd = os.open(self.path, flags, 0o644)
+        if self.repair is not None:
+            os.ftruncate(self._fd, good_len)
+            os.fsync(self._fd)
+        if created and self.fsync:
+            _fsync_dir(self.path.parent)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    @property
+    def next_seq(self) -> int:
+        return len(self.commits) + 1
+
+    def entries(self) -> Iterator[Entry]:
+        for c in self.commits:
+            yield from c.entries
+
+    def commit(self, entries: list[Entry]) -> int:
+        """Append one commit atomically; durable (unless fsync is off) when this returns."""
+        assert self._fd is not None, "log not open"
+        seq = self.next_seq
+        label = commit_label(entries)
+        probe(ProbeKind.COMMIT_BEFORE, label, seq=seq)
+        data = encode_commit(seq, entries)
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        probe(ProbeKind.COMMIT_WRITTEN, label, seq=seq)
+        if self.fsync:
+            os.fsync(self._fd)
+        self.commits.append(Commit(seq, entries))
+        probe(ProbeKind.COMMIT_AFTER, label, seq=seq)
+        return seq
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,72 @@
+"""The probe seam: one call at every boundary, a no-op unless a harness is attached.
+
+Attached means `CRASHMATRIX_PROBE=fd:R,W` names two inherited pipe descriptors. Each event is
+written to W as one JSON line; the agent then blocks until the harness writes one byte to R.
+The harness uses the block to kill the process exactly at an event. An ack byte of `c` means
+"continue"; anything else (or EOF) means the harness is gone, and the agent stops acting.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from enum import StrEnum
+from typing import Any
+
+
+class ProbeKind(StrEnum):
+    COMMIT_BEFORE = "commit.before"
+    COMMIT_WRITTEN = "commit.written"
+    COMMIT_AFTER = "commit.after"
+    EFFECT_BEFORE = "effect.before"
+    EFFECT_AFTER = "effect.after"
+    PROVIDER_BEFORE = "provider.before"
+    PROVIDER_AFTER = "provider.after"
+    INBOX_POLL = "inbox.poll"
+    RECOVERY_BRANCH = "recovery.branch"
+
+
+class ProbeDetached(RuntimeError):
+    """The harness closed the probe channel: the agent must not take another step."""
+
+
+class _Channel:
+    def __init__(self, spec: str) -> None:
+        if not spec.startswith("fd:"):
+            raise ValueError(f"CRASHMATRIX_PROBE must look like fd:R,W, got {spec!r}")
+        read_fd, write_fd = (int(x) for x in spec[3:].split(","))
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        self.seq = 0
+
+    def send(self, kind: str, label: str, detail: dict[str, Any]) -> None:
+        self.seq += 1
+        event = {"n": self.seq, "kind": kind, "label": label, "pid": os.getpid()}
+        if detail:
+            event["detail"] = detail
+        data = (json.dumps(event, ensure_ascii=False, sort_keys=True) + "\n").encode()
+        os.write(self.write_fd, data)
+        ack = os.read(self.read_fd, 1)
+        if ack != b"c":
+            raise ProbeDetached(f"probe channel closed at event {self.seq} ({kind}:{label})")
+
+
+_channel: _Channel | None = None
+
+
+def attach_from_env() -> None:
+    """Attach to the harness named in the environment, if any (called once at start-up)."""
+    global _channel
+    spec = os.environ.get("CRASHMATRIX_PROBE")
+    _channel = _Channel(spec) if spec else None
+
+
+def detach() -> None:
+    global _channel
+    _channel = None
+
+
+def probe(kind: ProbeKind, label: str, **detail: Any) -> None:
+    """Report one boundary event; blocks until the harness acknowledges it when attached."""
+    if _channel is not None:
+        _channel.send(kind.value, label, detail)

@@ -1,0 +1,155 @@
+"""One agent process attached to the probe channel: step it event by event, kill it, reap it.
+
+The child runs in its own session (so its own process group); a kill takes the whole group and
+any descendants psutil can still see, and the direct child is always reaped with `wait`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+
+@dataclass(frozen=True)
+class ProbeEvent:
+    n: int  # 1-based index within its incarnation
+    kind: str
+    label: str
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def point(self) -> str:
+        return f"{self.kind}:{self.label}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"n": self.n, "kind": self.kind, "label": self.label}
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+class IncarnationTimeout(Exception):
+    """The agent neither produced an event nor exited within the deadline."""
+
+
+class Incarnation:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        stdout_path: Path | None = None,
+    ) -> None:
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        child_env = dict(env)
+        child_env["CRASHMATRIX_PROBE"] = f"fd:{to_child_r},{from_child_w}"
+        out = stdout_path.open("ab") if stdout_path else subprocess.DEVNULL
+        try:
+            self.proc = subprocess.Popen(
+                list(argv),
+                env=child_env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT if stdout_path else subprocess.DEVNULL,
+                pass_fds=(to_child_r, from_child_w),
+                start_new_session=True,
+            )
+        finally:
+            os.close(to_child_r)
+            os.close(from_child_w)
+            if stdout_path and not isinstance(out, int):
+                out.close()
+        self._ack_fd = to_child_w
+        self._event_fd = from_child_r
+        self._buf = b""
+        self._count = 0
+        self._closed = False
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self._event_fd, selectors.EVENT_READ)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def next_event(self, deadline: float) -> ProbeEvent | None:
+        """The next probe event, or None once the agent closed the channel (it exited)."""
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise IncarnationTimeout(f"no probe event within the deadline (pid {self.pid})")
+            if not self._selector.select(timeout=remaining):
+                continue
+            chunk = os.read(self._event_fd, 65536)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        raw = json.loads(line)
+        self._count += 1
+        return ProbeEvent(self._count, raw["kind"], raw["label"], raw.get("detail") or {})
+
+    def ack(self) -> None:
+        # The agent may die between its event and our ack; the caller then sees EOF next.
+        with contextlib.suppress(BrokenPipeError):
+            os.write(self._ack_fd, b"c")
+
+    def wait(self, deadline: float) -> int:
+        """Wait for exit, acknowledging any further events (used to let an agent finish)."""
+        while self.next_event(deadline) is not None:
+            self.ack()
+        remaining = max(0.0, deadline - time.monotonic())
+        try:
+            return self.proc.wait(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            raise IncarnationTimeout(
+                f"agent pid {self.pid} closed its probe channel but did not exit"
+            ) from None
+
+    def kill(self) -> None:
+        """SIGKILL the agent's process group and every descendant, then reap the child."""
+        descendants: list[psutil.Process] = []
+        with contextlib.suppress(psutil.Error):
+            descendants = psutil.Process(self.pid).children(recursive=True)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)
+        for d in descendants:  # a descendant that left the group is still ours to end
+            with contextlib.suppress(psutil.Error):
+                d.kill()
+        self.proc.wait()
+        with contextlib.suppress(psutil.Error):
+            psutil.wait_procs(descendants, timeout=2.0)
+
+    def close(self) -> None:
+        """Release the channel; kills the agent if it is still running."""
+        if self._closed:
+            return
+        if self.proc.poll() is None:
+            self.kill()
+        else:
+            # The leader exited; anything it left in its group must not outlive the case.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+        self._selector.close()
+        os.close(self._ack_fd)
+        os.close(self._event_fd)
+        self._closed = True
+
+    def __enter__(self) -> Incarnation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
