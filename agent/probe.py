@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 
 class ProbeKind(StrEnum):
@@ -51,7 +51,11 @@ class _Channel:
             raise ProbeDetached(f"probe channel closed at event {self.seq} ({kind}:{label})")
 
 
-_channel: _Channel | None = None
+class Channel(Protocol):
+    def send(self, kind: str, label: str, detail: dict[str, Any]) -> None: ...
+
+
+_channel: Channel | None = None
 
 
 def attach_from_env() -> None:
@@ -61,9 +65,10 @@ def attach_from_env() -> None:
     _channel = _Channel(spec) if spec else None
 
 
-def detach() -> None:
+def attach(channel: Channel | None) -> None:
+    """Attach an in-process channel (tests record events this way); None detaches."""
     global _channel
-    _channel = None
+    _channel = channel
 
 
 def probe(kind: ProbeKind, label: str, **detail: Any) -> None:

@@ -58,7 +58,7 @@ class StubProvider:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -74,16 +74,40 @@ class StubProvider:
         self.thread.join()
 
 
-def changelog_script(messages: list[dict[str, Any]]) -> Reply:
-    """The running example, with a model that checks the file when told an outcome is unknown."""
+def calls_with_results(messages: list[dict[str, Any]]) -> list[tuple[str, str, str | None]]:
+    """(call id, tool name, result content or None) for every call in the history, in order."""
     done = results(messages)
-    append = done.get("call_1")
-    if append is None:
-        return tool_calls(call("call_1", "append_note", path="CHANGELOG.md", line="修复登录超时"))
-    if "outcome is unknown" in append and "call_c" not in done:
-        return tool_calls(call("call_c", "read", path="CHANGELOG.md"))
-    if "call_c" in done and "修复登录超时" not in done["call_c"] and "call_1b" not in done:
-        return tool_calls(call("call_1b", "append_note", path="CHANGELOG.md", line="修复登录超时"))
-    if "call_2" not in done:
-        return tool_calls(call("call_2", "bash", command="echo ran >> .witness; echo '1 passed'"))
-    return answer(f"done: {done['call_2'].splitlines()[-1]}")
+    out = []
+    for m in messages:
+        for c in m.get("tool_calls") or []:
+            out.append((c["id"], c["function"]["name"], done.get(c["id"])))
+    return out
+
+
+def changelog_script(messages: list[dict[str, Any]]) -> Reply:
+    """The running example, with a model that checks the file when told an outcome is unknown.
+
+    It trusts only evidence: an unknown or failed read is no evidence, so it reads again.
+    """
+    calls = calls_with_results(messages)
+    appends = [r for _, name, r in calls if name == "append_note"]
+    reads = [r for _, name, r in calls if name == "read"]
+    n = len(calls) + 1
+    line_known = any(r is not None and not r.startswith("ERROR") for r in appends) or any(
+        r is not None and not r.startswith("ERROR") and LINE in r for r in reads)
+    if not appends:
+        return tool_calls(call("call_1", "append_note", path="CHANGELOG.md", line=LINE))
+    if not line_known:
+        last_read = reads[-1] if reads else None
+        checked_missing = last_read is not None and not last_read.startswith("ERROR")
+        if checked_missing and (not appends[-1] or appends[-1].startswith("ERROR")) and \
+                len(appends) <= len(reads):
+            return tool_calls(call(f"call_{n}", "append_note", path="CHANGELOG.md", line=LINE))
+        return tool_calls(call(f"call_{n}", "read", path="CHANGELOG.md"))
+    bash = [r for _, name, r in calls if name == "bash"]
+    if not bash:
+        return tool_calls(call(f"call_{n}", "bash", command="echo ran >> .witness; echo '1 passed'"))
+    return answer(f"done: {(bash[-1] or '').splitlines()[-1]}")
+
+
+LINE = "修复登录超时"
