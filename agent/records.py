@@ -180,4 +180,5 @@ def commit_label(entries: list[Entry]) -> str:
             part = str(kind)
         if not parts or parts[-1] != part:
             parts.append(part)
-    return "+".join(parts)
+    # "," not "+": case ids join crash steps with "+", and labels appear inside case ids.
+    return ",".join(parts)

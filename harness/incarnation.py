@@ -12,6 +12,7 @@ import os
 import selectors
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,20 @@ class ProbeEvent:
 
 class IncarnationTimeout(Exception):
     """The agent neither produced an event nor exited within the deadline."""
+
+
+_live: set[Incarnation] = set()
+_live_lock = threading.Lock()
+
+
+def kill_all() -> int:
+    """Kill every incarnation still running in this process (on SIGINT). Returns how many."""
+    with _live_lock:
+        live = list(_live)
+    for inc in live:
+        with contextlib.suppress(OSError):
+            inc.kill()
+    return len(live)
 
 
 class Incarnation:
@@ -80,6 +95,8 @@ class Incarnation:
         self._closed = False
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._event_fd, selectors.EVENT_READ)
+        with _live_lock:
+            _live.add(self)
 
     @property
     def pid(self) -> int:
@@ -137,6 +154,8 @@ class Incarnation:
         """Release the channel; kills the agent if it is still running."""
         if self._closed:
             return
+        with _live_lock:
+            _live.discard(self)
         if self.proc.poll() is None:
             self.kill()
         else:

@@ -28,7 +28,7 @@ def test_commit_order_of_a_clean_run(tmp_path: Path) -> None:
     points = [p for p in rec.points() if not p.startswith(("commit.before", "commit.written"))]
     assert points == [
         "recovery.branch:nothing.no_open_run",
-        "commit.after:run_started.prompt+message.user",
+        "commit.after:run_started.prompt,message.user",
         "inbox.poll:inbox",
         "provider.before:chat",
         "provider.after:reply",
@@ -48,7 +48,7 @@ def test_commit_order_of_a_clean_run(tmp_path: Path) -> None:
         "inbox.poll:inbox",
         "provider.before:chat",
         "provider.after:reply",
-        "commit.after:message.assistant+run_finished.completed",
+        "commit.after:message.assistant,run_finished.completed",
     ]
     # Every commit has before/written/after, in that order.
     commits = [p for p in rec.points() if p.startswith("commit.")]

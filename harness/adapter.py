@@ -1,0 +1,156 @@
+"""The adapter contract (DESIGN section 8), and our durable agent as its first adapter.
+
+An adapter tells the harness how to start an agent, how to restart it into recovery, how to read
+its store into the canonical transcript, and which recovery branches it declares.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+# The adapter for our own agent may read its store with the agent's own reader: the rules for
+# what a valid log is live in one place. Other adapters read their agents' stores their own way.
+from agent import inbox
+from agent.log import LogCorrupt, read_commits
+from agent.recovery import DECLARED_BRANCHES
+from harness.transcript import Call, Message, Record, Run, ToolStart, Transcript
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """What one incarnation needs: where, which provider, and the policies in force now."""
+
+    session: Path
+    workspace: Path
+    provider_url: str
+    tools: Sequence[str]
+    policies: Mapping[str, str]  # tool -> safe|never overrides for this incarnation
+    resume_budget: int
+    max_retries: int
+    retry_delay_s: float
+    provider_timeout_s: float
+    fsync: bool
+
+
+class Adapter(Protocol):
+    name: str
+
+    def start_argv(self, spec: LaunchSpec, task: str) -> list[str]: ...
+
+    def recover_argv(self, spec: LaunchSpec) -> list[str]: ...
+
+    def deliver(self, spec: LaunchSpec, kind: str, item_id: str, text: str) -> None:
+        """Drop an input (kind "input") or a cancel into the agent's durable inbox."""
+        ...
+
+    def env(self) -> dict[str, str]:
+        """Extra environment for every incarnation."""
+        ...
+
+    def read_transcript(self, spec: LaunchSpec) -> Transcript: ...
+
+    def declared_branches(self) -> tuple[str, ...]: ...
+
+
+class DurableAgentAdapter:
+    """Our agent in `agent/`, run as `python -m agent`."""
+
+    name = "durable-agent"
+
+    def _common(self, spec: LaunchSpec) -> list[str]:
+        argv = [sys.executable, "-m", "agent",
+                "--session", str(spec.session), "--workspace", str(spec.workspace),
+                "--provider-url", spec.provider_url,
+                "--fsync", "on" if spec.fsync else "off",
+                "--retry-delay", repr(spec.retry_delay_s),
+                "--max-retries", str(spec.max_retries),
+                "--resume-budget", str(spec.resume_budget),
+                "--provider-timeout", repr(spec.provider_timeout_s),
+                "--tools", ",".join(spec.tools)]
+        for tool, policy in sorted(spec.policies.items()):
+            argv += ["--policy", f"{tool}={policy}"]
+        return argv
+
+    def start_argv(self, spec: LaunchSpec, task: str) -> list[str]:
+        return [*self._common(spec), "run", task]
+
+    def recover_argv(self, spec: LaunchSpec) -> list[str]:
+        return [*self._common(spec), "recover"]
+
+    def deliver(self, spec: LaunchSpec, kind: str, item_id: str, text: str) -> None:
+        inbox.deliver(spec.session / "inbox", inbox.InboxKind(kind), text, item_id)
+
+    def env(self) -> dict[str, str]:
+        # The agent is importable from wherever crashmatrix is installed (an editable install
+        # puts the repository on sys.path), so nothing extra is needed.
+        return {}
+
+    def declared_branches(self) -> tuple[str, ...]:
+        return DECLARED_BRANCHES
+
+    def read_transcript(self, spec: LaunchSpec) -> Transcript:
+        try:
+            commits, torn = read_commits(spec.session / "session.jsonl")
+        except LogCorrupt as exc:
+            return Transcript(integrity_error=str(exc))
+        transcript = Transcript(commits=len(commits))
+        if torn is not None:
+            transcript.torn_tail = f"line {torn.line}: {torn.why}"
+        runs: dict[str, Run] = {}
+        for commit in commits:
+            for e in commit.entries:
+                _read_entry(transcript, runs, commit.seq, e)
+        transcript.runs = list(runs.values())
+        return transcript
+
+
+def _read_entry(t: Transcript, runs: dict[str, Run], seq: int, e: dict[str, object]) -> None:
+    kind = e.get("type")
+    if kind == "run_started":
+        run_id = str(e["run_id"])
+        runs[run_id] = Run(run_id, seq, str(e["intent"]),
+                           str(e["resumed_from"]) if e.get("resumed_from") else None,
+                           int(str(e.get("resume_attempt") or 0)))
+    elif kind == "run_finished":
+        run_id = str(e["run_id"])
+        old = runs.get(run_id)
+        if old is None:
+            t.integrity_error = f"commit {seq}: run_finished for unknown run {run_id}"
+            return
+        if old.outcome is not None:
+            t.integrity_error = f"commit {seq}: run {run_id} finished twice"
+        runs[run_id] = Run(old.run_id, old.seq, old.intent, old.resumed_from, old.resume_attempt,
+                           str(e["outcome"]), str(e["reason"]) if e.get("reason") else None, seq)
+    elif kind == "message":
+        calls = []
+        for c in e.get("tool_calls") or []:  # type: ignore[attr-defined]
+            raw = str(c["function"]["arguments"])
+            try:
+                args = json.loads(raw)
+            except ValueError:
+                args = None
+            calls.append(Call(str(c["id"]), str(c["function"]["name"]), args, raw))
+        content = e.get("content")
+        t.messages.append(Message(
+            seq=seq, msg_id=str(e["id"]), run_id=str(e["run_id"]), role=str(e["role"]),
+            content=None if content is None else str(content), calls=tuple(calls),
+            call_id=str(e["tool_call_id"]) if e.get("tool_call_id") else None,
+            tool=str(e["tool_name"]) if e.get("tool_name") else None,
+            is_error=bool(e.get("is_error")),
+            recovered=str(e["recovered"]) if e.get("recovered") else None,
+            terminate=bool(e.get("terminate")),
+        ))
+    elif kind == "tool_started":
+        t.starts.append(ToolStart(seq, str(e["run_id"]), str(e["call_id"]), str(e["tool"]),
+                                  e.get("args"), str(e["replay"]),
+                                  str(e["result_id"]) if e.get("result_id") else None))
+    elif isinstance(kind, str):
+        t.records.append(Record(seq, kind, {k: v for k, v in e.items() if k != "type"}))
+
+
+ADAPTERS: dict[str, Adapter] = {"durable-agent": DurableAgentAdapter()}

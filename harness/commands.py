@@ -1,0 +1,230 @@
+"""The matrix commands of `crashmatrix`: run, list, repro, merge (click wiring at the edge)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+
+from fakes import FakeProvider
+from harness.adapter import ADAPTERS, Adapter
+from harness.case import Case, CaseIdError
+from harness.enumeration import parse_shard, single_crash_cases
+from harness.evaluate import evaluate
+from harness.exitcodes import Exit
+from harness.matrix import Matrix, MatrixConfig
+from harness.progress import Progress
+from harness.results import (
+    RESULTS_FILE,
+    CaseResult,
+    ResultsError,
+    ResultsWriter,
+    Verdict,
+    load,
+    merge,
+    summary,
+)
+from harness.runner import CaseRunner, RunnerConfig
+from harness.timeline import render as render_timeline
+from reports.terminal import render as render_summary
+from scenarios import ScenarioError, load_all, resolve
+from scenarios.model import Scenario
+
+DEFAULT_OUT = "crashmatrix-out"
+
+
+def fail(message: str, code: Exit = Exit.USAGE) -> None:
+    click.echo(f"crashmatrix: error: {message}", err=True)
+    sys.exit(int(code))
+
+
+def _scenarios(names: tuple[str, ...], dirs: tuple[str, ...]) -> list[Scenario]:
+    try:
+        if names:
+            return resolve(names, dirs)
+        return list(load_all(dirs).values())
+    except ScenarioError as exc:
+        fail(str(exc))
+        raise  # unreachable: fail exits
+
+
+def _adapter(name: str) -> Adapter:
+    if name not in ADAPTERS:
+        fail(f"unknown agent {name!r}; known: {', '.join(ADAPTERS)}")
+    return ADAPTERS[name]
+
+
+@contextmanager
+def _runner_config(agent: str, timeout: float, fsync: bool, keep: bool,
+                   work: Path | None = None) -> Iterator[RunnerConfig]:
+    with FakeProvider() as provider, tempfile.TemporaryDirectory(prefix="crashmatrix-") as tmp:
+        yield RunnerConfig(adapter=_adapter(agent), provider=provider,
+                           work_root=work or Path(tmp), case_timeout_s=timeout, fsync=fsync, keep=keep)
+
+
+common_scenarios = [
+    click.option("--scenario", "names", multiple=True, metavar="NAME",
+                 help="Scenario to run (repeatable; default: every built-in and --scenarios one)."),
+    click.option("--scenarios", "dirs", multiple=True, metavar="DIR",
+                 type=click.Path(file_okay=False), help="Also load scenarios from DIR (repeatable)."),
+    click.option("--agent", default="durable-agent", show_default=True,
+                 help="Adapter of the agent under test."),
+    click.option("--timeout", default=60.0, show_default=True, metavar="S",
+                 help="Per-case deadline; an agent that exceeds it is a liveness violation."),
+    click.option("--fsync", type=click.Choice(["on", "off"]), default="off", show_default=True,
+                 help="The agent's fsync setting (off is faster; SIGKILL does not lose written data)."),
+]
+
+
+def with_common(fn: Any) -> Any:
+    for option in reversed(common_scenarios):
+        fn = option(fn)
+    return fn
+
+
+@click.command("run")
+@with_common
+@click.option("--depth", default=1, show_default=True, type=click.IntRange(1, 3),
+              help="1: crash once at every event; 2: also crash again at every event of recovery.")
+@click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--shard", metavar="K/N", help="Run only shard K of N (combine with `merge`).")
+@click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON summary object on stdout.")
+@click.option("--keep", is_flag=True, help="Keep every case's session and workspace under OUT/cases.")
+def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
+        depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool) -> None:
+    """Run the crash matrix: kill the agent at every probe event, recover, verify."""
+    try:
+        shard_spec = parse_shard(shard) if shard else None
+    except ValueError as exc:
+        fail(str(exc))
+        return
+    scenarios = _scenarios(names, dirs)
+    out_dir = Path(out)
+    writer = ResultsWriter(out_dir / RESULTS_FILE)
+    progress = Progress()
+    results: list[CaseResult] = []
+
+    def on_result(result: CaseResult, known: int) -> None:
+        writer.write(result)
+        results.append(result)
+        progress.update(result.ok, known)
+
+    interrupted = False
+    with _runner_config(agent, timeout, fsync == "on", keep,
+                        work=(out_dir / "cases") if keep else None) as runner_config:
+        matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
+                                     jobs=jobs, shard=shard_spec, scenario_dirs=list(dirs)))
+        try:
+            matrix.run(on_result)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            progress.close()
+            writer.close()
+    if as_json:
+        click.echo(json.dumps(summary(results, str(out_dir)), ensure_ascii=False))
+    else:
+        click.echo(render_summary(results, str(out_dir / RESULTS_FILE)))
+    if interrupted:
+        click.echo(f"crashmatrix: interrupted: {len(results)} finished cases kept in "
+                   f"{out_dir / RESULTS_FILE}", err=True)
+        sys.exit(int(Exit.HARNESS))
+    if any(r.verdict is Verdict.ERROR for r in results):
+        sys.exit(int(Exit.HARNESS))
+    sys.exit(int(Exit.HELD if all(r.ok for r in results) else Exit.VIOLATIONS))
+
+
+@click.command("list")
+@with_common
+@click.option("--cases", is_flag=True, help="Record each scenario and list its single-crash case ids.")
+def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
+          cases: bool) -> None:
+    """List scenarios (and, with --cases, their case ids)."""
+    scenarios = _scenarios(names, dirs)
+    if not cases:
+        for s in scenarios:
+            click.echo(f"{s.name:18} {s.description}")
+        return
+    with _runner_config(agent, timeout, fsync == "on", False) as cfg:
+        for s in scenarios:
+            for case in _enumerate(cfg, s):
+                click.echo(case.case_id)
+
+
+def _enumerate(cfg: RunnerConfig, scenario: Scenario) -> list[Case]:
+    obs = CaseRunner(cfg).run(Case(scenario.name), scenario)
+    first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
+    return [Case(scenario.name), *single_crash_cases(scenario.name, first)]
+
+
+@click.command("repro")
+@click.argument("case_id")
+@with_common
+@click.option("--keep", is_flag=True, help="Keep the case's session and workspace and print where.")
+def repro(case_id: str, names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float,
+          fsync: str, keep: bool) -> None:
+    """Re-run exactly one case and print its timeline."""
+    try:
+        case = Case.parse(case_id)
+    except CaseIdError as exc:
+        fail(str(exc))
+        return
+    known = load_all(dirs) if not names else {s.name: s for s in _scenarios(names, dirs)}
+    scenario = known.get(case.scenario)
+    if scenario is None:
+        close = difflib.get_close_matches(case.scenario, list(known), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(known))}"
+        fail(f"unknown scenario {case.scenario!r} in case id {case_id!r}{hint}")
+        return
+    work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
+    with _runner_config(agent, timeout, fsync == "on", keep, work=work) as cfg:
+        if case.schedule:
+            ids = [c.case_id for c in _enumerate(cfg, scenario)]
+            first = Case(case.scenario, case.schedule[:1]).case_id
+            if first not in ids:
+                close = difflib.get_close_matches(first, ids, n=3, cutoff=0.5)
+                fail(f"unknown case id {case_id!r}: scenario {case.scenario} has no crash point "
+                     f"{case.schedule[0].token()}" + (f"; nearest: {', '.join(close)}" if close else ""))
+        runner = CaseRunner(cfg)
+        obs = runner.run(case, scenario)
+        result = evaluate(obs, scenario, fsync=cfg.fsync, agent=cfg.adapter.name,
+                          scenario_dirs=list(dirs), duration_ms=0.0)
+    for line in render_timeline(obs, result):
+        click.echo(line)
+    if work is not None:
+        click.echo(f"kept: {work}")
+    sys.exit(int(Exit.HELD if result.ok else Exit.VIOLATIONS))
+
+
+@click.command("merge")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
+@click.option("--json", "as_json", is_flag=True)
+def merge_(inputs: tuple[str, ...], out: str, as_json: bool) -> None:
+    """Combine the results of several shards into one results.jsonl."""
+    try:
+        merged = merge(load(Path(p)) for p in inputs)
+    except ResultsError as exc:
+        fail(str(exc))
+        return
+    out_dir = Path(out)
+    writer = ResultsWriter(out_dir / RESULTS_FILE)
+    for r in merged:
+        writer.write(r)
+    writer.close()
+    if as_json:
+        click.echo(json.dumps(summary(merged, str(out_dir)), ensure_ascii=False))
+    else:
+        click.echo(render_summary(merged, str(out_dir / RESULTS_FILE)))
+    sys.exit(int(Exit.HELD if all(r.ok for r in merged) else Exit.VIOLATIONS))
+
+
+COMMANDS = [run, list_, repro, merge_]

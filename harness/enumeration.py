@@ -1,0 +1,47 @@
+"""Enumeration: crash points from recorded traces, extensions to deeper schedules, shards. Pure."""
+
+from __future__ import annotations
+
+from harness.case import Case, CrashStep
+
+
+def steps_from_trace(points: list[str]) -> list[CrashStep]:
+    """One crash step per recorded event (`kind:label`), numbered from 1."""
+    steps = []
+    for n, point in enumerate(points, 1):
+        kind, _, label = point.partition(":")
+        steps.append(CrashStep(n, kind, label))
+    return steps
+
+
+def single_crash_cases(scenario: str, first_incarnation: list[str]) -> list[Case]:
+    return [Case(scenario, (step,)) for step in steps_from_trace(first_incarnation)]
+
+
+def extensions(case: Case, trace: list[list[str]]) -> list[Case]:
+    """Cases that crash once more, at every event of the incarnation that finished `case`.
+
+    Incarnation depth+1 (index `case.depth` in the trace) is the recovery that completed the
+    work; its events are exactly the points a further crash can hit.
+    """
+    if len(trace) <= case.depth:
+        return []
+    return [case.extend(step) for step in steps_from_trace(trace[case.depth])]
+
+
+def in_shard(index: int, shard: tuple[int, int] | None) -> bool:
+    """Round-robin over enumeration order: disjoint, complete, and balanced across scenarios."""
+    if shard is None:
+        return True
+    k, n = shard
+    return index % n == k - 1
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    k_text, sep, n_text = text.partition("/")
+    if not sep or not k_text.isdigit() or not n_text.isdigit():
+        raise ValueError(f"--shard {text!r}: expected K/N, e.g. 1/3")
+    k, n = int(k_text), int(n_text)
+    if n < 1 or not 1 <= k <= n:
+        raise ValueError(f"--shard {text!r}: K must be between 1 and N (N >= 1)")
+    return k, n

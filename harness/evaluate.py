@@ -1,0 +1,53 @@
+"""Turns an observation into a case result: verdict, violations, branches, trace, repro command."""
+
+from __future__ import annotations
+
+import shlex
+
+from harness.observation import Observation
+from harness.results import CaseResult, Verdict
+from harness.verify import verify
+from scenarios.model import Scenario
+
+
+def repro_command(case_id: str, scenario_dirs: list[str]) -> str:
+    extra = "".join(f" --scenarios {shlex.quote(d)}" for d in scenario_dirs)
+    return f"crashmatrix repro {shlex.quote(case_id)}{extra}"
+
+
+def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
+             scenario_dirs: list[str], duration_ms: float) -> CaseResult:
+    nondeterministic = next((i.nondeterministic for i in obs.incarnations if i.nondeterministic), None)
+    violations = [] if nondeterministic else [v.to_json() for v in verify(obs, scenario)]
+    if obs.harness_error:
+        verdict = Verdict.ERROR
+    elif nondeterministic:
+        verdict = Verdict.NONDETERMINISTIC
+    elif violations:
+        verdict = Verdict.FAIL
+    else:
+        verdict = Verdict.PASS
+    branches: list[str] = []
+    for inc in obs.incarnations:
+        for e in inc.events:
+            if e.kind == "recovery.branch" and e.label not in branches:
+                branches.append(e.label)
+    return CaseResult(
+        case=obs.case.case_id,
+        scenario=obs.case.scenario,
+        depth=obs.case.depth,
+        verdict=verdict,
+        violations=violations,
+        branches=branches,
+        trace=[[e.point for e in inc.events] for inc in obs.incarnations],
+        crashed_at=[inc.crashed_at for inc in obs.incarnations],
+        exit_codes=[inc.exit_code for inc in obs.incarnations],
+        requests=len(obs.requests),
+        commits=obs.transcript.commits,
+        duration_ms=round(duration_ms, 1),
+        incarnation_ms=[round(inc.duration_ms, 1) for inc in obs.incarnations],
+        fsync=fsync,
+        agent=agent,
+        repro=repro_command(obs.case.case_id, scenario_dirs),
+        note=nondeterministic or obs.harness_error,
+    )

@@ -1,0 +1,103 @@
+"""Runs a crash matrix: record each scenario, crash at every event, go deeper, write results.
+
+Cases run on a thread pool: each case mostly waits on its agent's pipe, so threads suffice and
+the fake provider, results file and progress stay in one process. Results are written as they
+finish, so an interrupted matrix keeps what it finished.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from harness.case import Case
+from harness.enumeration import extensions, in_shard, single_crash_cases
+from harness.evaluate import evaluate
+from harness.incarnation import kill_all
+from harness.results import CaseResult, Verdict
+from harness.runner import CaseAborted, CaseRunner, RunnerConfig
+from scenarios.model import Scenario
+
+OnResult = Callable[[CaseResult, int], None]  # a finished case, and the cases known so far
+
+
+@dataclass
+class MatrixConfig:
+    scenarios: list[Scenario]
+    runner: RunnerConfig
+    depth: int = 1
+    jobs: int = 2
+    shard: tuple[int, int] | None = None
+    scenario_dirs: list[str] = field(default_factory=list)
+
+
+class Matrix:
+    def __init__(self, config: MatrixConfig) -> None:
+        self.config = config
+        self.stop = threading.Event()
+        self.runner = CaseRunner(config.runner, self.stop)
+        self.by_name = {s.name: s for s in config.scenarios}
+
+    def run_case(self, case: Case) -> CaseResult:
+        scenario = self.by_name[case.scenario]
+        started = time.monotonic()
+        obs = self.runner.run(case, scenario)
+        return evaluate(obs, scenario, fsync=self.config.runner.fsync,
+                        agent=self.config.runner.adapter.name,
+                        scenario_dirs=self.config.scenario_dirs,
+                        duration_ms=(time.monotonic() - started) * 1000)
+
+    def run(self, on_result: OnResult) -> list[CaseResult]:
+        """Run the matrix; on KeyboardInterrupt kill every agent, keep results, and re-raise."""
+        cfg = self.config
+        results: list[CaseResult] = []
+        known = 0
+        position = {s.name: i for i, s in enumerate(cfg.scenarios)}
+        keep_recordings = cfg.shard is None or cfg.shard[0] == 1
+        with ThreadPoolExecutor(max_workers=max(1, cfg.jobs), thread_name_prefix="case") as pool:
+            pending: dict[Future[CaseResult], Case] = {}
+
+            def submit(case: Case) -> None:
+                nonlocal known
+                known += 1
+                pending[pool.submit(self.run_case, case)] = case
+
+            for scenario in cfg.scenarios:
+                submit(Case(scenario.name))
+            try:
+                while pending:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        case = pending.pop(future)
+                        try:
+                            result = future.result()
+                        except CaseAborted:
+                            continue
+                        children: list[Case] = []
+                        if result.verdict in (Verdict.PASS, Verdict.FAIL):
+                            if case.depth == 0:
+                                children = single_crash_cases(case.scenario, result.trace[0])
+                            elif case.depth < cfg.depth:
+                                children = extensions(case, result.trace)
+                        for i, child in enumerate(children):
+                            # Shards split the single-crash cases by their position (stable
+                            # whatever order recordings finish in); deeper cases follow their
+                            # parent, whose trace only the parent's shard has.
+                            if case.depth == 0 and not in_shard(position[case.scenario] + i, cfg.shard):
+                                continue
+                            submit(child)
+                        if case.depth == 0 and not keep_recordings:
+                            known -= 1
+                            continue
+                        results.append(result)
+                        on_result(result, known)
+            except KeyboardInterrupt:
+                self.stop.set()
+                for future in pending:
+                    future.cancel()
+                kill_all()
+                raise
+        return results

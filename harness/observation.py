@@ -1,0 +1,65 @@
+"""What one case observed: incarnations and their probe traces, the store, requests, workspace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.case import Case
+from harness.incarnation import ProbeEvent
+from harness.transcript import Transcript
+
+
+@dataclass
+class IncarnationRecord:
+    index: int  # 1-based; 1 runs the task, later ones recover
+    command: str  # run | recover
+    policies: dict[str, str]  # tool -> safe|never registered in this incarnation
+    events: list[ProbeEvent] = field(default_factory=list)
+    crashed_at: int | None = None  # event number the harness killed it at
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_ms: float = 0.0
+    # The crash point's event differed from the recording: the case proves nothing.
+    nondeterministic: str | None = None
+    requests_before: int = 0  # provider requests recorded before this incarnation started
+    commits_before: int = 0  # commits in the store before this incarnation started
+    # The extra `recover` after the work is done: it must find nothing to do.
+    settle: bool = False
+
+
+@dataclass(frozen=True)
+class Request:
+    """One provider request as the fake provider saw it."""
+
+    index: int
+    messages: list[dict[str, Any]]
+    status: int
+    fault: str | None = None
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """An input or cancel the harness dropped into the inbox, and when."""
+
+    kind: str  # input | cancel
+    item_id: str
+    text: str
+    incarnation: int
+    event_n: int
+
+
+@dataclass
+class Observation:
+    case: Case
+    incarnations: list[IncarnationRecord]
+    transcript: Transcript
+    requests: list[Request]
+    workspace_before: dict[str, str]
+    workspace_after: dict[str, str]
+    deliveries: list[Delivery] = field(default_factory=list)
+    resume_budget: int = 3
+    harness_error: str | None = None
+
+    def all_events(self) -> list[tuple[int, ProbeEvent]]:
+        return [(inc.index, e) for inc in self.incarnations for e in inc.events]

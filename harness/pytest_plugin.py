@@ -1,0 +1,128 @@
+"""pytest plugin: `pytest --crashmatrix` collects one test per crash case, named by its case id.
+
+Inert unless `--crashmatrix` is given. Collection records each scenario once (deterministic, so
+every xdist worker collects the same ids in the same order); each test then runs its case against
+a fake provider private to its worker process.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes import FakeProvider
+from harness.adapter import ADAPTERS
+from harness.case import Case
+from harness.enumeration import single_crash_cases
+from harness.evaluate import evaluate
+from harness.runner import CaseRunner, RunnerConfig
+from scenarios import ScenarioError, load_all, resolve
+from scenarios.model import Scenario
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("crashmatrix", "crash matrices of durable agents")
+    group.addoption("--crashmatrix", action="store_true", help="collect one test per crash case")
+    group.addoption("--crashmatrix-scenario", action="append", default=[], metavar="NAME",
+                    help="scenario to collect (repeatable; default: all)")
+    group.addoption("--crashmatrix-scenarios", action="append", default=[], metavar="DIR",
+                    help="also load scenarios from DIR (repeatable)")
+    group.addoption("--crashmatrix-agent", default="durable-agent", help="adapter of the agent")
+    group.addoption("--crashmatrix-timeout", type=float, default=60.0, metavar="S",
+                    help="per-case deadline")
+
+
+class CaseFailed(Exception):
+    """A case violated invariants; its text is the report."""
+
+
+class _Host:
+    """One fake provider and work directory per pytest process (xdist worker)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.provider = FakeProvider()
+        self.provider.start()
+        self.tmp = tempfile.TemporaryDirectory(prefix="crashmatrix-pytest-")
+        self.runner_config = RunnerConfig(
+            adapter=ADAPTERS[config.getoption("crashmatrix_agent")], provider=self.provider,
+            work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"))
+        self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
+
+    def close(self) -> None:
+        self.provider.stop()
+        self.tmp.cleanup()
+
+
+_HOST_KEY = pytest.StashKey[_Host]()
+
+
+def _host(config: pytest.Config) -> _Host:
+    if _HOST_KEY not in config.stash:
+        config.stash[_HOST_KEY] = _Host(config)
+    return config.stash[_HOST_KEY]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _HOST_KEY in config.stash:
+        config.stash[_HOST_KEY].close()
+
+
+class CaseItem(pytest.Item):
+    def __init__(self, *, case: Case, scenario: Scenario, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.scenario = scenario
+
+    def runtest(self) -> None:
+        host = _host(self.config)
+        obs = CaseRunner(host.runner_config).run(self.case, self.scenario)
+        result = evaluate(obs, self.scenario, fsync=False, agent=host.runner_config.adapter.name,
+                          scenario_dirs=host.dirs, duration_ms=0.0)
+        if not result.ok:
+            lines = [f"{result.case}: {result.verdict.value}"]
+            lines += [f"  {v['invariant']}: {v['message']}" for v in result.violations]
+            if result.note:
+                lines.append(f"  {result.note}")
+            lines.append(f"  reproduce: {result.repro}")
+            raise CaseFailed("\n".join(lines))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return Path(self.scenario.source), None, f"crashmatrix case {self.case.case_id}"
+
+
+class MatrixCollector(pytest.Collector):
+    def __init__(self, *, scenarios: list[Scenario], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenarios = scenarios
+
+    def collect(self) -> Iterator[CaseItem]:
+        host = _host(self.config)
+        for scenario in self.scenarios:
+            obs = CaseRunner(host.runner_config).run(Case(scenario.name), scenario)
+            first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
+            for case in [Case(scenario.name), *single_crash_cases(scenario.name, first)]:
+                yield CaseItem.from_parent(self, name=case.case_id, case=case, scenario=scenario)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
+                                  items: list[pytest.Item]) -> None:
+    if not config.getoption("crashmatrix"):
+        return
+    names = config.getoption("crashmatrix_scenario")
+    dirs = config.getoption("crashmatrix_scenarios")
+    try:
+        scenarios = resolve(names, dirs) if names else list(load_all(dirs).values())
+    except ScenarioError as exc:
+        raise pytest.UsageError(f"crashmatrix: {exc}") from None
+    collector = MatrixCollector.from_parent(session, name="crashmatrix", nodeid="crashmatrix",
+                                            scenarios=scenarios)
+    items.extend(collector.collect())

@@ -1,0 +1,203 @@
+"""Runs one case: incarnations under the crash schedule, inbox deliveries, kills, and the settle run.
+
+After the schedule's last crash, one `recover` runs to its end under the case's deadline. Then a
+*settle* incarnation runs `recover` once more: a finished session must stay finished, so it must
+make no request and run no effect; the verifier checks that on every case, for free.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.adapter import Adapter, LaunchSpec
+from harness.case import Case
+from harness.incarnation import Incarnation, IncarnationTimeout
+from harness.observation import Delivery, IncarnationRecord, Observation, Request
+from scenarios.model import Scenario
+
+
+class ProviderHost(Protocol):
+    """The fake provider as the runner uses it (fakes.FakeProvider)."""
+
+    def register(self, case_key: str, scenario: Scenario) -> str: ...
+
+    def requests(self, case_key: str) -> list[Any]: ...
+
+    def forget(self, case_key: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    adapter: Adapter
+    provider: ProviderHost
+    work_root: Path
+    case_timeout_s: float = 60.0
+    fsync: bool = False
+    keep: bool = False
+    settle: bool = True
+
+
+def case_dir_name(case: Case) -> str:
+    digest = hashlib.sha1(case.case_id.encode()).hexdigest()[:12]
+    return f"{case.scenario}-{digest}"
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    files: dict[str, str] = {}
+    if not root.exists():
+        return files
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            files[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
+    return files
+
+
+def _request(index: int, raw: Any) -> Request:
+    data = raw.to_json() if hasattr(raw, "to_json") else dict(raw)
+    return Request(index=index, messages=list(data.get("messages") or []),
+                   status=int(data.get("status") or 0), fault=data.get("fault"))
+
+
+class CaseAborted(Exception):
+    """The matrix is stopping (SIGINT): the case is dropped, not judged."""
+
+
+class CaseRunner:
+    def __init__(self, config: RunnerConfig, stop: threading.Event | None = None) -> None:
+        self.config = config
+        self.stop = stop or threading.Event()
+
+    def run(self, case: Case, scenario: Scenario) -> Observation:
+        cfg = self.config
+        case_dir = cfg.work_root / case_dir_name(case)
+        shutil.rmtree(case_dir, ignore_errors=True)
+        workspace, session = case_dir / "ws", case_dir / "session"
+        workspace.mkdir(parents=True)
+        for rel, text in scenario.workspace.items():
+            target = workspace / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text, encoding="utf-8")
+        before = snapshot(workspace)
+        case_key = case_dir.name
+        url = cfg.provider.register(case_key, scenario)
+        deadline = time.monotonic() + cfg.case_timeout_s
+        incarnations: list[IncarnationRecord] = []
+        deliveries: list[Delivery] = []
+        harness_error: str | None = None
+        try:
+            index = 1
+            while True:
+                if self.stop.is_set():
+                    raise CaseAborted(case.case_id)
+                restart = index > 1
+                tools = scenario.tools
+                policies = {t.value: p.value for t, p in tools.policies_at(restart=restart).items()}
+                overrides = {t.value: p.value for t, p in tools.overrides_at(restart=restart).items()}
+                spec = LaunchSpec(
+                    session=session, workspace=workspace, provider_url=url,
+                    tools=[t.value for t in scenario.tools.enabled], policies=overrides,
+                    resume_budget=scenario.agent.resume_budget, max_retries=scenario.agent.max_retries,
+                    retry_delay_s=scenario.agent.retry_delay_s,
+                    provider_timeout_s=scenario.agent.provider_timeout_s, fsync=cfg.fsync,
+                )
+                # A crash before the task was accepted (no run in the store) leaves nothing to
+                # recover: the caller's `run` failed, and a caller retries it. Anything later
+                # must be recovered, never re-submitted.
+                accepted = restart and bool(cfg.adapter.read_transcript(spec).runs)
+                argv = (cfg.adapter.recover_argv(spec) if accepted
+                        else cfg.adapter.start_argv(spec, scenario.task))
+                record = IncarnationRecord(index, "recover" if accepted else "run", policies,
+                                           requests_before=len(cfg.provider.requests(case_key)),
+                                           commits_before=_count_lines(session / "session.jsonl"))
+                record.settle = index == case.depth + 2
+                incarnations.append(record)
+                step = case.schedule[index - 1] if index <= case.depth else None
+                self._incarnation(argv, spec, record, step, scenario, deliveries, deadline, case_dir)
+                if record.timed_out or record.nondeterministic:
+                    break
+                # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles.
+                if step is None and (not cfg.settle or index > case.depth + 1):
+                    break
+                index += 1
+        except OSError as exc:
+            harness_error = f"{exc.__class__.__name__}: {exc}"
+        finally:
+            raw_requests = cfg.provider.requests(case_key)
+            cfg.provider.forget(case_key)
+        if self.stop.is_set():
+            shutil.rmtree(case_dir, ignore_errors=True)
+            raise CaseAborted(case.case_id)
+        transcript = cfg.adapter.read_transcript(spec)
+        after = snapshot(workspace)
+        if not cfg.keep:
+            shutil.rmtree(case_dir, ignore_errors=True)
+        return Observation(
+            case=case,
+            incarnations=incarnations,
+            transcript=transcript,
+            requests=[_request(i, r) for i, r in enumerate(raw_requests)],
+            workspace_before=before,
+            workspace_after=after,
+            deliveries=deliveries,
+            resume_budget=scenario.agent.resume_budget,
+            harness_error=harness_error,
+        )
+
+    def _incarnation(self, argv: list[str], spec: LaunchSpec, record: IncarnationRecord,
+                     step: Any, scenario: Scenario, deliveries: list[Delivery],
+                     deadline: float, case_dir: Path) -> None:
+        env = dict(os.environ)
+        env.update(self.config.adapter.env())
+        started = time.monotonic()
+        with Incarnation(argv, env=env, cwd=case_dir,
+                         stdout_path=case_dir / f"inc{record.index}.log") as inc:
+            try:
+                while (event := inc.next_event(deadline)) is not None:
+                    record.events.append(event)
+                    self._deliver(event, spec, record.index, scenario, deliveries)
+                    if step is not None and event.n == step.n:
+                        if event.point != step.point:
+                            record.nondeterministic = (
+                                f"incarnation {record.index} event {event.n} was {event.point}, "
+                                f"the recording listed {step.point}")
+                        inc.kill()
+                        record.crashed_at = event.n
+                        break
+                    inc.ack()
+                else:
+                    if step is not None:
+                        record.nondeterministic = (
+                            f"incarnation {record.index} ended after {len(record.events)} events, "
+                            f"before the recorded crash point {step.n}:{step.point}")
+                    record.exit_code = inc.wait(deadline)
+            except IncarnationTimeout:
+                record.timed_out = True
+                inc.kill()
+        record.duration_ms = (time.monotonic() - started) * 1000
+
+    def _deliver(self, event: Any, spec: LaunchSpec, index: int, scenario: Scenario,
+                 deliveries: list[Delivery]) -> None:
+        done = {d.item_id for d in deliveries}
+        for item in scenario.inputs:
+            if item.id not in done and item.at.matches(event.kind, event.label):
+                self.config.adapter.deliver(spec, "input", item.id, item.text)
+                deliveries.append(Delivery("input", item.id, item.text, index, event.n))
+        for cancel in scenario.cancels:
+            if cancel.id not in done and cancel.at.matches(event.kind, event.label):
+                self.config.adapter.deliver(spec, "cancel", cancel.id, "")
+                deliveries.append(Delivery("cancel", cancel.id, "", index, event.n))
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as f:
+            return sum(1 for _ in f)
+    except FileNotFoundError:
+        return 0

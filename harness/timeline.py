@@ -1,0 +1,84 @@
+"""A case's timeline for `repro`: events, commits, requests, effects, deliveries and violations."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.observation import Observation
+from harness.results import CaseResult
+
+
+def _short(text: Any, width: int = 90) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _last_message(messages: list[dict[str, Any]]) -> str:
+    if not messages:
+        return "(empty)"
+    m = messages[-1]
+    if m.get("role") == "tool":
+        return f"tool {m.get('tool_call_id')}: {_short(m.get('content'), 60)}"
+    return f"{m.get('role')}: {_short(m.get('content'), 60)}"
+
+
+def render(obs: Observation, result: CaseResult) -> list[str]:
+    lines = [f"case {result.case}: {result.verdict.value.upper()}"]
+    deliveries = {(d.incarnation, d.event_n): d for d in obs.deliveries}
+    requests = iter(obs.requests)
+    for inc in obs.incarnations:
+        tag = "settle" if inc.settle else inc.command
+        policies = ",".join(f"{t}={p}" for t, p in sorted(inc.policies.items()))
+        lines.append(f"-- incarnation {inc.index} ({tag}; {policies})")
+        for e in inc.events:
+            detail = ""
+            if e.kind.startswith("commit."):
+                detail = f" seq={e.detail.get('seq')}"
+            elif e.kind.startswith("effect."):
+                detail = f" call={e.detail.get('call_id')}" + (" RERUN" if e.detail.get("recovery") else "")
+            lines.append(f"   {e.n:3d}  {e.point}{detail}")
+            if e.kind == "provider.before":
+                req = next(requests, None)
+                if req is not None:
+                    fault = f" fault={req.fault}" if req.fault else ""
+                    lines.append(f"        request #{req.index}: HTTP {req.status}{fault}; "
+                                 f"{len(req.messages)} messages, last {_last_message(req.messages)}")
+            d = deliveries.get((inc.index, e.n))
+            if d is not None:
+                lines.append(f"        >> delivered {d.kind} {d.item_id} {_short(d.text, 50)}")
+            if inc.crashed_at == e.n:
+                lines.append("        XX SIGKILL here")
+        if inc.nondeterministic:
+            lines.append(f"   !! nondeterministic: {inc.nondeterministic}")
+        if inc.timed_out:
+            lines.append("   !! timed out (killed)")
+        elif inc.exit_code is not None:
+            lines.append(f"   exit code {inc.exit_code}")
+    lines.append("-- store")
+    for m in obs.transcript.messages:
+        mark = f" [{m.recovered}]" if m.recovered else ""
+        if m.calls:
+            body = "; ".join(f"{c.call_id} {c.tool}({_short(c.raw_args, 50)})" for c in m.calls)
+        elif m.role == "tool":
+            body = f"{m.call_id}: {_short(m.content, 60)}"
+        else:
+            body = _short(m.content, 70)
+        lines.append(f"   commit {m.seq:3d} {m.role}{mark}: {body}")
+    for r in obs.transcript.runs:
+        lines.append(f"   run {r.run_id} ({r.intent}) -> {r.outcome or 'OPEN'}"
+                     + (f" ({r.reason})" if r.reason else ""))
+    changed = {p: t for p, t in obs.workspace_after.items() if obs.workspace_before.get(p) != t}
+    lines.append("-- workspace changes")
+    for path, text in sorted(changed.items()):
+        lines.append(f"   {path}:")
+        lines.extend(f"     | {line}" for line in text.splitlines()[:20])
+    if result.violations:
+        lines.append("-- violated")
+        for v in result.violations:
+            lines.append(f"   {v['invariant']}: {v['message']}")
+            if v.get("evidence"):
+                lines.append(f"      evidence: {json.dumps(v['evidence'], ensure_ascii=False)}")
+    else:
+        lines.append("-- every invariant held")
+    return lines

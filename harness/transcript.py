@@ -1,0 +1,96 @@
+"""The canonical transcript: any agent's store, read by its adapter into one shape the verifier knows."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Call:
+    call_id: str
+    tool: str
+    args: Any  # parsed arguments (None when they were not valid JSON)
+    raw_args: str
+
+
+@dataclass(frozen=True)
+class Message:
+    seq: int  # the commit that holds it
+    msg_id: str
+    run_id: str
+    role: str  # user | assistant | tool
+    content: str | None
+    calls: tuple[Call, ...] = ()
+    call_id: str | None = None  # tool results: the call answered
+    tool: str | None = None
+    is_error: bool = False
+    recovered: str | None = None  # rerun | unknown
+    terminate: bool = False
+
+    def wire(self) -> dict[str, Any]:
+        """The OpenAI chat form a correct agent must send for this message."""
+        if self.role == "tool":
+            return {"role": "tool", "tool_call_id": self.call_id, "content": self.content or ""}
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.calls:
+            out["tool_calls"] = [
+                {"id": c.call_id, "type": "function",
+                 "function": {"name": c.tool, "arguments": c.raw_args}}
+                for c in self.calls
+            ]
+        return out
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    seq: int
+    intent: str  # prompt | resume
+    resumed_from: str | None = None
+    resume_attempt: int = 0
+    outcome: str | None = None
+    reason: str | None = None
+    finished_seq: int | None = None
+
+
+@dataclass(frozen=True)
+class ToolStart:
+    seq: int
+    run_id: str
+    call_id: str
+    tool: str
+    args: Any
+    replay: str
+    result_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Record:
+    """Any other record that matters to an invariant (inputs, retries, notices)."""
+
+    seq: int
+    kind: str  # input_queued | input_consumed | retry_pending | notice
+    data: dict[str, Any]
+
+
+@dataclass
+class Transcript:
+    runs: list[Run] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
+    starts: list[ToolStart] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
+    commits: int = 0
+    # Set when the store could not be read: that alone violates log-integrity.
+    integrity_error: str | None = None
+    # Set when the reader had to drop a torn last commit (legal after a crash, reported).
+    torn_tail: str | None = None
+
+    def run(self, run_id: str) -> Run | None:
+        return next((r for r in self.runs if r.run_id == run_id), None)
+
+    def of_kind(self, kind: str) -> list[Record]:
+        return [r for r in self.records if r.kind == kind]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,48 @@
+"""The terminal summary: a table per scenario, then each failure with its reproduction command."""
+
+from __future__ import annotations
+
+from tabulate import tabulate
+
+from harness.results import CaseResult, Verdict
+
+
+def summary_table(results: list[CaseResult]) -> str:
+    rows: dict[str, list[int]] = {}
+    for r in results:
+        row = rows.setdefault(r.scenario, [0, 0, 0, 0, 0])
+        row[0] += 1
+        row[1 + [Verdict.PASS, Verdict.FAIL, Verdict.NONDETERMINISTIC, Verdict.ERROR].index(r.verdict)] += 1
+    table = [[name, *counts] for name, counts in sorted(rows.items())]
+    totals = [sum(col) for col in zip(*rows.values(), strict=True)] if rows else [0] * 5
+    table.append(["total", *totals])
+    return tabulate(table, headers=["scenario", "cases", "held", "violated", "nondet", "error"],
+                    tablefmt="simple")
+
+
+def failures(results: list[CaseResult], limit: int = 20) -> str:
+    bad = [r for r in results if not r.ok]
+    if not bad:
+        return ""
+    lines = [f"{len(bad)} case(s) did not hold:"]
+    for r in bad[:limit]:
+        what = ", ".join(r.invariants) or r.verdict.value
+        lines.append(f"  {r.case}  [{what}]")
+        for v in r.violations[:3]:
+            lines.append(f"      {v['invariant']}: {v['message']}")
+        if r.note:
+            lines.append(f"      {r.note}")
+        lines.append(f"      reproduce: {r.repro}")
+    if len(bad) > limit:
+        lines.append(f"  ... and {len(bad) - limit} more (see results.jsonl)")
+    return "\n".join(lines)
+
+
+def render(results: list[CaseResult], out: str | None = None) -> str:
+    parts = [summary_table(results)]
+    bad = failures(results)
+    if bad:
+        parts.append(bad)
+    if out:
+        parts.append(f"results: {out}")
+    return "\n\n".join(parts)

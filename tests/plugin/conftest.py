@@ -1,0 +1,3 @@
+"""The plugin tier runs pytest in pytest (pytester)."""
+
+pytest_plugins = ["pytester"]

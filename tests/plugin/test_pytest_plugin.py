@@ -1,0 +1,77 @@
+"""`pytest --crashmatrix`: one test per case, case ids as test ids, xdist-safe, failures carry repro."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+TINY = """
+description = "one safe read, then an answer"
+task = "Read a.txt."
+
+[workspace]
+"a.txt" = "alpha\\n"
+
+[tools]
+enabled = ["read"]
+
+[[script]]
+name = "start"
+when = { turns = 0 }
+reply.tool_calls = [{ tool = "read", args = { path = "a.txt" } }]
+
+[[script]]
+name = "again"
+when = { last_turn = { "read:a.txt" = ["unknown", "error"] } }
+reply.tool_calls = [{ tool = "read", args = { path = "a.txt" } }]
+
+[[script]]
+name = "report"
+when = { last_turn = { "read:a.txt" = "ok" } }
+reply.final = "a.txt says {last_line.read:a.txt}"
+
+[expect]
+outcome = "completed"
+final_answer_contains = "EXPECTED"
+"""
+
+
+def _scenario_dir(pytester: pytest.Pytester, expected: str) -> str:
+    d = pytester.mkdir("scen")
+    (d / "tiny.toml").write_text(TINY.replace("EXPECTED", expected), encoding="utf-8")
+    return str(d)
+
+
+def _args(d: str) -> list[str]:
+    return ["--crashmatrix", "--crashmatrix-scenarios", d, "--crashmatrix-scenario", "tiny",
+            "-p", "no:cacheprovider"]
+
+
+def test_inert_without_the_flag(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_one_test_per_case_with_case_ids(pytester: pytest.Pytester) -> None:
+    d = _scenario_dir(pytester, "alpha")
+    collected = pytester.runpytest_subprocess(*_args(d), "--collect-only", "-q")
+    ids = [line for line in collected.outlines if line.startswith("crashmatrix::")]
+    assert ids[0] == "crashmatrix::tiny/none"
+    assert [i for i in ids if re.fullmatch(r"crashmatrix::tiny/\d\d:effect.after:read/kill", i)]
+    assert all(re.fullmatch(r"crashmatrix::tiny/(none|\d\d:[a-z.]+:\S+/kill)", i) for i in ids)
+    again = pytester.runpytest_subprocess(*_args(d), "--collect-only", "-q")
+    assert [line for line in again.outlines if line.startswith("crashmatrix::")] == ids, "stable"
+    run = pytester.runpytest_subprocess(*_args(d), "-n", "2")
+    run.assert_outcomes(passed=len(ids))
+
+
+def test_a_failing_case_reports_invariant_and_repro(pytester: pytest.Pytester) -> None:
+    d = _scenario_dir(pytester, "never-said")
+    result = pytester.runpytest_subprocess(*_args(d), "-k", "none")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*scenario-oracle*never-said*",
+        f"*reproduce: crashmatrix repro tiny/none --scenarios {d}*",
+    ])
