@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -154,6 +155,9 @@ class CaseRunner:
                      step: Any, scenario: Scenario, deliveries: list[Delivery],
                      deadline: float, case_dir: Path) -> None:
         env = dict(os.environ)
+        # Scenario commands say `python`: make that the interpreter running the harness (it has
+        # the project's dependencies, e.g. pytest), whether or not a virtualenv is activated.
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         env.update(self.config.adapter.env())
         started = time.monotonic()
         with Incarnation(argv, env=env, cwd=case_dir,

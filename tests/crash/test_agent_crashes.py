@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.agent_env import make_paths, run_cli
+from harness.incarnation import Incarnation
+from tests.support.agent_env import cli_args, make_paths, run_cli
 from tests.support.killer import run_and_kill, run_to_end
 from tests.support.stub_provider import StubProvider, answer, call, changelog_script, results, tool_calls
 
@@ -141,11 +144,6 @@ def test_torn_tail_is_repaired_and_reported(tmp_path: Path) -> None:
 
 def test_second_process_gets_a_lock_error_naming_the_holder(tmp_path: Path) -> None:
     paths = make_paths(tmp_path)
-    from harness.incarnation import Incarnation
-    import os
-    import time
-    from tests.support.agent_env import cli_args
-
     with StubProvider(changelog_script) as stub:
         argv = cli_args(paths, stub.url, "run", "t")
         with Incarnation(argv, env=dict(os.environ), cwd=Path.cwd()) as holder:

@@ -24,13 +24,15 @@ def run_and_kill(paths: Paths, url: str | None, *extra: str, at: str | int,
             if event is None:
                 raise AssertionError(f"agent exited before reaching {at!r}; saw {[e.point for e in events]}")
             events.append(event)
-            if event.point == at or event.n == at:
+            if at in (event.point, event.n):
                 inc.kill()
                 return events
             inc.ack()
 
 
-def run_to_end(paths: Paths, url: str | None, *extra: str, timeout: float = 30.0) -> tuple[int, list[ProbeEvent]]:
+def run_to_end(
+    paths: Paths, url: str | None, *extra: str, timeout: float = 30.0
+) -> tuple[int, list[ProbeEvent]]:
     deadline = time.monotonic() + timeout
     events: list[ProbeEvent] = []
     with Incarnation(cli_args(paths, url, *extra), env=dict(os.environ), cwd=Path.cwd()) as inc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from agent import inbox
 from agent import records as R
 from agent.log import SessionLog
 from agent.loop import to_wire
@@ -22,9 +23,8 @@ from tests.support.stub_provider import (
 
 def test_commit_order_of_a_clean_run(tmp_path: Path) -> None:
     paths = make_paths(tmp_path)
-    with StubProvider(changelog_script) as stub, recording() as rec:
-        with make_agent(paths, stub.url) as agent:
-            assert agent.run_prompt("append and test") == "completed"
+    with StubProvider(changelog_script) as stub, recording() as rec, make_agent(paths, stub.url) as agent:
+        assert agent.run_prompt("append and test") == "completed"
     points = [p for p in rec.points() if not p.startswith(("commit.before", "commit.written"))]
     assert points == [
         "recovery.branch:nothing.no_open_run",
@@ -221,14 +221,13 @@ def test_budget_exhausted_closes_with_a_visible_notice(tmp_path: Path) -> None:
     with StubProvider(lambda m: answer("ok")) as stub, make_agent(paths, stub.url, budget=1) as agent:
         assert agent.recover() == "aborted"
         assert stub.requests == []
-        assert agent.notices_since_start() and "resume budget (1)" in agent.notices_since_start()[0]
+        assert agent.notices_since_start()
+        assert "resume budget (1)" in agent.notices_since_start()[0]
     last = paths.commits()[-1]
     assert [e["type"] for e in last] == ["notice", "run_finished"]
 
 
 def test_queued_input_becomes_a_user_message_before_the_next_request(tmp_path: Path) -> None:
-    from agent import inbox
-
     paths = make_paths(tmp_path)
 
     def script(messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -247,8 +246,6 @@ def test_queued_input_becomes_a_user_message_before_the_next_request(tmp_path: P
 
 
 def test_cancel_closes_the_run_and_it_is_never_resumed(tmp_path: Path) -> None:
-    from agent import inbox
-
     paths = make_paths(tmp_path)
 
     def script(messages: list[dict[str, Any]]) -> dict[str, Any]:

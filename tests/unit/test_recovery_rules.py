@@ -150,7 +150,8 @@ def test_terminate_result_closes_stopped() -> None:
 
 
 def test_pending_cancel_closes_cancelled_after_repair() -> None:
-    entries = [*_prompt(), _assistant(_call("c1", "append_note")), _started("c1", "append_note", Replay.NEVER)]
+    entries = [*_prompt(), _assistant(_call("c1", "append_note")),
+               _started("c1", "append_note", Replay.NEVER)]
     p = _plan(entries, cancel="k1")
     assert p.action is Action.CLOSE_CANCELLED
     assert p.cancel_id == "k1"

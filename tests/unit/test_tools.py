@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.records import Replay
 from agent.tools import BUILTINS, Registry, invoke
 
 
@@ -75,7 +76,6 @@ def test_stop_run_asks_to_terminate(ws: Path) -> None:
 
 
 def test_registry_policy_override_and_unknown_tool() -> None:
-    from agent.records import Replay
     reg = Registry.build(["read"], {"read": Replay.NEVER})
     assert reg.tools["read"].replay is Replay.NEVER
     assert list(reg.tools) == ["read"]

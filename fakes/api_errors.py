@@ -1,0 +1,85 @@
+"""The OpenAI-shaped error responses the fake returns, with the real service's wording."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ApiError:
+    status: int
+    body: dict[str, Any]
+
+    @property
+    def message(self) -> str:
+        return str(self.body["error"]["message"])
+
+
+def _error(status: int, message: str, type_: str, param: str | None = None,
+           code: str | None = None) -> ApiError:
+    return ApiError(status, {"error": {"message": message, "type": type_, "param": param,
+                                       "code": code}})
+
+
+# Wording and shape as the OpenAI chat completions API returns them (as reported verbatim in
+# public bug reports); the misspelling "preceeding" is the service's own.
+def missing_tool_responses(index: int, call_ids: list[str]) -> ApiError:
+    return _error(
+        400,
+        "An assistant message with 'tool_calls' must be followed by tool messages responding "
+        "to each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+        + ", ".join(call_ids),
+        "invalid_request_error",
+        f"messages.[{index}].role",
+    )
+
+
+def orphan_tool_message(index: int) -> ApiError:
+    return _error(
+        400,
+        "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+        "message with 'tool_calls'.",
+        "invalid_request_error",
+        f"messages.[{index}].role",
+    )
+
+
+def invalid_json() -> ApiError:
+    return _error(
+        400,
+        "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+        "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+        "sent was not valid JSON.)",
+        "invalid_request_error",
+    )
+
+
+def invalid_messages(detail: str, param: str = "messages") -> ApiError:
+    return _error(400, detail, "invalid_request_error", param)
+
+
+def invalid_url(method: str, path: str) -> ApiError:
+    return _error(404, f"Invalid URL ({method} {path})", "invalid_request_error")
+
+
+def unknown_case(key: str) -> ApiError:
+    return _error(404, f"crashmatrix fake provider: no case registered under {key!r}",
+                  "invalid_request_error")
+
+
+def server_error() -> ApiError:
+    return _error(500, "The server had an error while processing your request. Sorry about that!",
+                  "server_error")
+
+
+def rate_limited() -> ApiError:
+    return _error(429, "Rate limit reached for requests. Please try again shortly.", "requests",
+                  code="rate_limit_exceeded")
+
+
+def script_gap(scenario: str) -> ApiError:
+    # Not an API error a real service gives: the scenario's script has no rule for this
+    # history. A 400 makes the agent fail the run visibly instead of retrying.
+    return _error(400, f"crashmatrix fake provider: no rule of scenario {scenario!r} matches "
+                  "this conversation", "crashmatrix_script_gap")

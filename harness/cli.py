@@ -1,0 +1,88 @@
+"""The `crashmatrix` command line: the click group and the `fake-provider` subcommand."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+import click
+
+from fakes import FakeProvider
+from harness.commands import COMMANDS
+from harness.exitcodes import Exit
+from scenarios import ScenarioError, resolve
+
+# The case key the standalone server uses; the URL it prints ends in /<key>/v1.
+STANDALONE_CASE = "default"
+
+
+@click.group()
+def main() -> None:
+    """crashmatrix: crash-test durable agent loops"""
+
+
+def _usage_error(message: str) -> None:
+    click.echo(f"crashmatrix: error: {message}", err=True)
+    sys.exit(int(Exit.USAGE))
+
+
+@contextmanager
+def _until_signalled() -> Iterator[threading.Event]:
+    """An event set by SIGINT or SIGTERM; the previous handlers come back afterwards."""
+    done = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        done.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield done
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@main.command("fake-provider")
+@click.option("--scenario", "name", required=True, metavar="NAME",
+              help="Scenario whose script the provider follows.")
+@click.option("--port", default=0, show_default=True, type=click.IntRange(0, 65535),
+              help="Port on 127.0.0.1 (0: an ephemeral port).")
+@click.option("--scenarios", "dirs", multiple=True, metavar="DIR",
+              type=click.Path(file_okay=False), help="Also load scenarios from DIR (repeatable).")
+def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
+    """Serve one scenario's scripted provider for any agent, until SIGINT or SIGTERM.
+
+    Prints the OpenAI base URL (http://127.0.0.1:PORT/default/v1) on stdout; point the agent's
+    provider URL at it. Faults in the scenario fire as scripted, counted from server start.
+    """
+    try:
+        (scenario,) = resolve([name], dirs)
+    except ScenarioError as exc:
+        _usage_error(str(exc))
+        return
+    provider = FakeProvider(port=port)
+    try:
+        provider.start()
+    except OSError as exc:
+        _usage_error(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
+        return
+    try:
+        with _until_signalled() as done:
+            url = provider.register(STANDALONE_CASE, scenario)
+            click.echo(url)
+            sys.stdout.flush()
+            click.echo(f"serving scenario {scenario.name!r} at {url}; Ctrl-C to stop", err=True)
+            # wait() with a timeout keeps the main thread responsive to signals.
+            while not done.wait(0.5):
+                pass
+    finally:
+        provider.stop()
+
+
+# The matrix commands live in harness.commands; registered here so `main` is the one entry point.
+for _command in COMMANDS:
+    main.add_command(_command)

@@ -1,0 +1,154 @@
+"""`crashmatrix` end to end: determinism, repro, shards and merge, SIGINT, hung agents, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.crash
+SCENARIOS = str(Path(__file__).resolve().parents[1] / "support" / "scenarios")
+CLI = [sys.executable, "-c", "from harness.cli import main; main()"]
+
+
+def crashmatrix(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def results(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+
+
+def leftovers(marker: str) -> list[str]:
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if marker in cmd and p.pid != os.getpid():
+            found.append(f"{p.pid}: {cmd[:120]}")
+    return found
+
+
+def tiny(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return crashmatrix("run", "--scenarios", SCENARIOS, "--scenario", "tiny", "--out", str(out),
+                       "--json", *extra)
+
+
+def test_run_is_deterministic_and_leaves_no_process(tmp_path: Path) -> None:
+    first = tiny(tmp_path / "a", "--keep")
+    assert first.returncode == 0, first.stderr
+    summary = json.loads(first.stdout)
+    rows = results(tmp_path / "a")
+    assert summary["cases"] == len(rows) == summary["passed"] > 20
+    assert summary["failed"] == 0
+    assert summary["scenarios"] == {"tiny": {"cases": len(rows), "passed": len(rows), "failed": 0}}
+    assert leftovers(str(tmp_path)) == []
+    second = tiny(tmp_path / "b")
+    assert second.returncode == 0
+
+    def key(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[list[str]]]]:
+        return sorted((r["case"], r["verdict"], r["trace"]) for r in rows)
+
+    assert key(rows) == key(results(tmp_path / "b")), "same crash points, events and verdicts"
+
+
+def test_repro_reproduces_a_case_identically(tmp_path: Path) -> None:
+    assert tiny(tmp_path / "a").returncode == 0
+    row = next(r for r in results(tmp_path / "a") if ":effect.after:read/" in r["case"])
+    proc = crashmatrix("repro", row["case"], "--scenarios", SCENARIOS)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"case {row['case']}: PASS")
+    shown: list[list[str]] = []
+    for line in proc.stdout.splitlines():
+        if line.startswith("-- incarnation"):
+            shown.append([])
+        elif shown and line[:8].strip().isdigit() and line.startswith("   "):
+            shown[-1].append(line.split()[1])
+    assert shown == row["trace"]
+    assert "XX SIGKILL here" in proc.stdout
+
+
+def test_shards_are_disjoint_complete_and_merge(tmp_path: Path) -> None:
+    assert tiny(tmp_path / "full").returncode == 0
+    full = {r["case"] for r in results(tmp_path / "full")}
+    parts = []
+    for k in (1, 2, 3):
+        proc = tiny(tmp_path / f"s{k}", "--shard", f"{k}/3")
+        assert proc.returncode == 0, proc.stderr
+        parts.append({r["case"] for r in results(tmp_path / f"s{k}")})
+    assert parts[0] | parts[1] | parts[2] == full
+    assert not (parts[0] & parts[1])
+    assert not (parts[0] & parts[2])
+    assert not (parts[1] & parts[2])
+    merged = crashmatrix("merge", *(str(tmp_path / f"s{k}") for k in (1, 2, 3)),
+                         "--out", str(tmp_path / "m"), "--json")
+    assert merged.returncode == 0, merged.stderr
+    assert json.loads(merged.stdout)["cases"] == len(full)
+    assert {r["case"] for r in results(tmp_path / "m")} == full
+
+
+def test_sigint_keeps_partial_results_and_reaps_children(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = subprocess.Popen([*CLI, "run", "--scenario", "changelog-fast", "--out", str(out), "--keep"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    path = out / "results.jsonl"
+    while time.monotonic() < deadline:
+        if path.exists() and len(path.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert "interrupted" in err
+    kept = results(out)
+    assert len(kept) >= 3
+    assert all(r["verdict"] == "pass" for r in kept)
+    time.sleep(0.2)
+    assert leftovers(str(tmp_path)) == []
+
+
+def test_a_hung_agent_is_a_liveness_verdict(tmp_path: Path) -> None:
+    started = time.monotonic()
+    proc = crashmatrix("repro", "hang/none", "--scenarios", SCENARIOS, "--timeout", "3", "--keep")
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 1, proc.stderr
+    assert "liveness" in proc.stdout
+    assert elapsed < 60
+    kept = proc.stdout.strip().splitlines()[-1].removeprefix("kept: ")
+    assert leftovers(kept) == []
+    assert not [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "300"]]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--scenario", "nope"], "unknown scenario 'nope'"),
+        (["run", "--shard", "4/3"], "--shard '4/3'"),
+        (["run", "--shard", "x"], "expected K/N"),
+        (["repro", "changelog/99:effect.after:append_note/kill"], "nearest: changelog/"),
+        (["repro", "chnagelog/none"], "did you mean changelog"),
+        (["repro", "changelog/oops"], "bad crash step"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(args: list[str], message: str) -> None:
+    proc = crashmatrix(*args)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_merge_of_a_damaged_file_names_the_line(tmp_path: Path) -> None:
+    bad = tmp_path / "results.jsonl"
+    bad.write_text('{"case": "a/none", "verdict": "pass", "scenario": "a", "depth": 0}\nnot json\n')
+    proc = crashmatrix("merge", str(bad), "--out", str(tmp_path / "m"))
+    assert proc.returncode == 2
+    assert f"{bad}: line 2" in proc.stderr
+    assert not (tmp_path / "m" / "results.jsonl").exists()

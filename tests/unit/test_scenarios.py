@@ -1,0 +1,196 @@
+"""Scenario loading: the built-ins, and errors naming the file, the field and what was expected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fakes import Case as FakeCase
+from scenarios import (
+    Boundary,
+    BoundaryKind,
+    LineRule,
+    Outcome,
+    Policy,
+    ScenarioError,
+    ToolName,
+    count_lines,
+    load_builtin,
+    load_dir,
+    load_file,
+    resolve,
+)
+
+REQUIRED_BUILTINS = {
+    "changelog", "changelog-fast", "changelog-blind", "safe-read-rerun", "policy-changed",
+    "parallel-calls", "multi-turn", "queued-input", "retry", "cancel", "tool-stop", "finished",
+    "budget",
+}
+
+MINIMAL = """
+task = "do it"
+[[script]]
+reply.final = "done"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "x") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def error_of(tmp_path: Path, text: str) -> ScenarioError:
+    path = write(tmp_path, text)
+    with pytest.raises(ScenarioError) as info:
+        load_file(path)
+    assert info.value.path == str(path)
+    return info.value
+
+
+# -- built-ins ------------------------------------------------------------------------------
+
+def test_every_builtin_loads_and_the_required_ones_exist() -> None:
+    found = load_builtin()
+    assert set(found) >= REQUIRED_BUILTINS
+    for name, s in found.items():
+        assert s.name == name
+        assert s.task
+        assert s.script
+        assert s.description
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED_BUILTINS))
+def test_every_builtin_answers_its_first_request(name: str) -> None:
+    s = load_builtin()[name]
+    case = FakeCase("k", s)
+    messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": s.task}]
+    decision = case.handle({"messages": messages})
+    # A first request may meet a scheduled fault; the next identical one must get a reply.
+    while decision.fault is not None:
+        decision = case.handle({"messages": messages})
+    assert decision.status == 200, decision.body
+
+
+def test_builtins_model_the_brief() -> None:
+    b = load_builtin()
+    assert b["policy-changed"].tools.policies_at(restart=False)[ToolName.READ] is Policy.SAFE
+    assert b["policy-changed"].tools.policies_at(restart=True)[ToolName.READ] is Policy.NEVER
+    assert b["cancel"].expect.outcome == (Outcome.CANCELLED,)
+    assert b["tool-stop"].expect.outcome == (Outcome.STOPPED,)
+    assert set(b["budget"].expect.outcome) == {Outcome.COMPLETED, Outcome.ABORTED}
+    assert b["budget"].agent.resume_budget == 1
+    (item,) = b["queued-input"].inputs
+    assert item.at == Boundary(BoundaryKind.EFFECT_AFTER, "append_note")
+    blind = b["changelog-blind"].expect.lines[0]
+    assert blind.missing_ok_if_crash_before == Boundary(BoundaryKind.EFFECT_AFTER, "append_note")
+    assert [f.kind.value for f in b["retry"].faults] == ["http_500", "http_429"]
+
+
+# -- schema errors --------------------------------------------------------------------------
+
+def test_wrong_type_names_file_and_field(tmp_path: Path) -> None:
+    err = error_of(tmp_path, MINIMAL.replace('task = "do it"', "task = 3"))
+    assert err.field == "task"
+    assert "expected a string, got an integer" in err.message
+    assert str(err) == f"{err.path}: field 'task': expected a string, got an integer"
+
+
+def test_missing_field(tmp_path: Path) -> None:
+    err = error_of(tmp_path, MINIMAL.replace('task = "do it"', ""))
+    assert (err.field, err.message) == (
+        "task", "missing required field; expected a non-empty string (the prompt)")
+
+
+def test_unknown_tool_lists_the_known_ones(tmp_path: Path) -> None:
+    err = error_of(tmp_path, 'task = "t"\n[tools]\nenabled = ["read", "rm"]\n'
+                             '[[script]]\nreply.final = "done"\n')
+    assert str(err) == (f"{err.path}: field 'tools.enabled[1]': unknown tool 'rm'; expected one "
+                        "of read, append_note, write, edit, bash, stop_run")
+
+
+def test_bad_tool_call_args_name_the_dotted_path(tmp_path: Path) -> None:
+    text = MINIMAL.replace('reply.final = "done"', 'reply.final = "done"\n[[script]]\nname = "a"\n'
+                           'reply.tool_calls = [{ tool = "append_note", args = { path = "C" } }]')
+    err = error_of(tmp_path, text)
+    assert err.field == "script[1].reply.tool_calls[0].args"
+    assert err.message == "missing argument 'line'; append_note takes path, line"
+
+
+def test_unknown_field_is_refused(tmp_path: Path) -> None:
+    err = error_of(tmp_path, MINIMAL.replace("[[script]]", "[[script]]\nwhen = { turn = 0 }"))
+    assert err.field == "script[0].when.turn"
+    assert err.message.startswith("unknown field; expected one of results, last_turn")
+
+
+def test_bad_boundary_and_bad_result_key(tmp_path: Path) -> None:
+    err = error_of(tmp_path, MINIMAL + '[[inputs]]\nid = "i"\ntext = "t"\nat = "effect.later:x"\n')
+    assert err.field == "inputs[0].at"
+    assert "unknown probe kind 'effect.later'" in err.message
+    when = '[[script]]\nwhen = { results = { "bash:x" = "ok" } }'
+    err = error_of(tmp_path, MINIMAL.replace("[[script]]", when))
+    assert err.field == 'script[0].when.results."bash:x"'
+    assert "has no path argument" in err.message
+
+
+def test_bad_toml_gives_line_and_column(tmp_path: Path) -> None:
+    err = error_of(tmp_path, 'task = "ok"\nname = = 3\n')
+    assert (err.line, err.column) == (2, 8)
+    assert str(err).startswith(f"{err.path}:2:8: invalid TOML: ")
+
+
+def test_malformed_template_placeholder(tmp_path: Path) -> None:
+    err = error_of(tmp_path, MINIMAL.replace('"done"', '"tests: {last_line:bash}"'))
+    assert err.field == "script[0].reply.final"
+    assert "malformed placeholder" in err.message
+
+
+def test_line_rule_needs_count_or_bounds(tmp_path: Path) -> None:
+    err = error_of(tmp_path, MINIMAL + '[[expect.lines]]\npath = "a"\nline = "x"\n')
+    assert err.field == "expect.lines[0]"
+
+
+def test_resolve_unknown_name_lists_known_ones() -> None:
+    with pytest.raises(ScenarioError) as info:
+        resolve(["nope"])
+    assert info.value.path is None
+    assert "unknown scenario 'nope'; known: budget, cancel, changelog" in str(info.value)
+
+
+def test_load_dir_and_resolve_with_extra_dirs(tmp_path: Path) -> None:
+    write(tmp_path, MINIMAL, "mine")
+    assert list(load_dir(tmp_path)) == ["mine"]
+    assert [s.name for s in resolve(["mine", "changelog", "mine"], [tmp_path])] == [
+        "mine", "changelog"]
+    write(tmp_path, MINIMAL, "changelog")
+    with pytest.raises(ScenarioError, match="already taken"):
+        resolve([], [tmp_path])
+
+
+# -- expectations ---------------------------------------------------------------------------
+
+def test_line_rule_semantics() -> None:
+    exact = LineRule("C", "x", min=1, max=1)
+    assert exact.accepts(1, crashes=0, boundary_reached=True)
+    assert not exact.accepts(0, crashes=1, boundary_reached=False)
+    blind = LineRule("C", "x", min=1, max=1,
+                     missing_ok_if_crash_before=Boundary(BoundaryKind.EFFECT_AFTER, "append_note"))
+    assert blind.accepts(0, crashes=1, boundary_reached=False)
+    assert not blind.accepts(0, crashes=1, boundary_reached=True)
+    assert not blind.accepts(0, crashes=0, boundary_reached=False)
+    assert not blind.accepts(2, crashes=1, boundary_reached=True)
+    witness = LineRule("w", "ran", min=1, max=1, extra_per_crash=1)
+    assert witness.accepts(3, crashes=2, boundary_reached=True)
+    assert not witness.accepts(2, crashes=0, boundary_reached=True)
+    assert count_lines("a\nx\nxx\nx\n", "x") == 2
+    assert count_lines(None, "x") == 0
+
+
+def test_the_readme_example_loads(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "scenarios" / "README.md").read_text()
+    example = readme.split("## A complete example", 1)[1].split("```toml\n", 1)[1]
+    s = load_file(write(tmp_path, example.split("```", 1)[0], "example"))
+    assert s.name == "example"
+    assert len(s.script) == 7
+    assert [f.kind.value for f in s.faults] == ["http_500"]
