@@ -7,7 +7,6 @@ its store into the canonical transcript, and which recovery branches it declares
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,10 +38,13 @@ class LaunchSpec:
 
 class Adapter(Protocol):
     name: str
+    module: str  # a fresh incarnation runs `python -m MODULE ARGS...`
+    entry: str  # a forked incarnation calls `package.module:function(ARGS)` (returns the exit code)
+    preload: tuple[str, ...]  # modules the zygote imports once, before it forks
 
-    def start_argv(self, spec: LaunchSpec, task: str) -> list[str]: ...
+    def start_args(self, spec: LaunchSpec, task: str) -> list[str]: ...
 
-    def recover_argv(self, spec: LaunchSpec) -> list[str]: ...
+    def recover_args(self, spec: LaunchSpec) -> list[str]: ...
 
     def deliver(self, spec: LaunchSpec, kind: str, item_id: str, text: str) -> None:
         """Drop an input (kind "input") or a cancel into the agent's durable inbox."""
@@ -61,10 +63,12 @@ class DurableAgentAdapter:
     """Our agent in `agent/`, run as `python -m agent`."""
 
     name = "durable-agent"
+    module = "agent"
+    entry = "agent.cli:main"
+    preload: tuple[str, ...] = ("agent.cli",)
 
     def _common(self, spec: LaunchSpec) -> list[str]:
-        argv = [sys.executable, "-m", "agent",
-                "--session", str(spec.session), "--workspace", str(spec.workspace),
+        argv = ["--session", str(spec.session), "--workspace", str(spec.workspace),
                 "--provider-url", spec.provider_url,
                 "--fsync", "on" if spec.fsync else "off",
                 "--retry-delay", repr(spec.retry_delay_s),
@@ -76,10 +80,10 @@ class DurableAgentAdapter:
             argv += ["--policy", f"{tool}={policy}"]
         return argv
 
-    def start_argv(self, spec: LaunchSpec, task: str) -> list[str]:
+    def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
         return [*self._common(spec), "run", task]
 
-    def recover_argv(self, spec: LaunchSpec) -> list[str]:
+    def recover_args(self, spec: LaunchSpec) -> list[str]:
         return [*self._common(spec), "recover"]
 
     def deliver(self, spec: LaunchSpec, kind: str, item_id: str, text: str) -> None:

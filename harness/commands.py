@@ -32,6 +32,7 @@ from harness.results import (
     summary,
 )
 from harness.runner import CaseRunner, RunnerConfig
+from harness.spawn import SpawnMode, make_spawner
 from harness.timeline import render as render_timeline
 from reports.terminal import render as render_summary
 from scenarios import ScenarioError, load_all, resolve
@@ -62,11 +63,17 @@ def _adapter(name: str) -> Adapter:
 
 
 @contextmanager
-def _runner_config(agent: str, timeout: float, fsync: bool, keep: bool,
+def _runner_config(agent: str, timeout: float, fsync: bool, keep: bool, spawn: str = "fork",
                    work: Path | None = None) -> Iterator[RunnerConfig]:
-    with FakeProvider() as provider, tempfile.TemporaryDirectory(prefix="crashmatrix-") as tmp:
-        yield RunnerConfig(adapter=_adapter(agent), provider=provider,
-                           work_root=work or Path(tmp), case_timeout_s=timeout, fsync=fsync, keep=keep)
+    adapter = _adapter(agent)
+    # The zygote starts first, before this process has any thread, so it forks clean children.
+    spawner = make_spawner(SpawnMode(spawn), list(adapter.preload))
+    try:
+        with FakeProvider() as provider, tempfile.TemporaryDirectory(prefix="crashmatrix-") as tmp:
+            yield RunnerConfig(adapter=adapter, provider=provider, work_root=work or Path(tmp),
+                               case_timeout_s=timeout, fsync=fsync, keep=keep, spawner=spawner)
+    finally:
+        spawner.close()
 
 
 common_scenarios = [
@@ -80,6 +87,8 @@ common_scenarios = [
                  help="Per-case deadline; an agent that exceeds it is a liveness violation."),
     click.option("--fsync", type=click.Choice(["on", "off"]), default="off", show_default=True,
                  help="The agent's fsync setting (off is faster; SIGKILL does not lose written data)."),
+    click.option("--spawn", type=click.Choice(["fork", "fresh"]), default="fork", show_default=True,
+                 help="fork: incarnations fork from a pre-imported zygote; fresh: a new interpreter each."),
 ]
 
 
@@ -99,7 +108,7 @@ def with_common(fn: Any) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary object on stdout.")
 @click.option("--keep", is_flag=True, help="Keep every case's session and workspace under OUT/cases.")
 def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
-        depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool) -> None:
+        spawn: str, depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
         shard_spec = parse_shard(shard) if shard else None
@@ -118,7 +127,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         progress.update(result.ok, known)
 
     interrupted = False
-    with _runner_config(agent, timeout, fsync == "on", keep,
+    with _runner_config(agent, timeout, fsync == "on", keep, spawn,
                         work=(out_dir / "cases") if keep else None) as runner_config:
         matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
                                      jobs=jobs, shard=shard_spec, scenario_dirs=list(dirs)))
@@ -146,14 +155,14 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
 @with_common
 @click.option("--cases", is_flag=True, help="Record each scenario and list its single-crash case ids.")
 def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
-          cases: bool) -> None:
+          spawn: str, cases: bool) -> None:
     """List scenarios (and, with --cases, their case ids)."""
     scenarios = _scenarios(names, dirs)
     if not cases:
         for s in scenarios:
             click.echo(f"{s.name:18} {s.description}")
         return
-    with _runner_config(agent, timeout, fsync == "on", False) as cfg:
+    with _runner_config(agent, timeout, fsync == "on", False, spawn) as cfg:
         for s in scenarios:
             for case in _enumerate(cfg, s):
                 click.echo(case.case_id)
@@ -170,7 +179,7 @@ def _enumerate(cfg: RunnerConfig, scenario: Scenario) -> list[Case]:
 @with_common
 @click.option("--keep", is_flag=True, help="Keep the case's session and workspace and print where.")
 def repro(case_id: str, names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float,
-          fsync: str, keep: bool) -> None:
+          fsync: str, spawn: str, keep: bool) -> None:
     """Re-run exactly one case and print its timeline."""
     try:
         case = Case.parse(case_id)
@@ -185,7 +194,7 @@ def repro(case_id: str, names: tuple[str, ...], dirs: tuple[str, ...], agent: st
         fail(f"unknown scenario {case.scenario!r} in case id {case_id!r}{hint}")
         return
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
-    with _runner_config(agent, timeout, fsync == "on", keep, work=work) as cfg:
+    with _runner_config(agent, timeout, fsync == "on", keep, spawn, work=work) as cfg:
         if case.schedule:
             ids = [c.case_id for c in _enumerate(cfg, scenario)]
             first = Case(case.scenario, case.schedule[:1]).case_id

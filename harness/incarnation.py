@@ -14,12 +14,12 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import psutil
+
+from harness.spawn import FreshSpawner, Launch, Spawner
 
 
 @dataclass(frozen=True)
@@ -59,35 +59,18 @@ def kill_all() -> int:
 
 
 class Incarnation:
-    def __init__(
-        self,
-        argv: Sequence[str],
-        *,
-        env: Mapping[str, str],
-        cwd: Path,
-        stdout_path: Path | None = None,
-    ) -> None:
+    def __init__(self, launch: Launch, spawner: Spawner | None = None) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        child_env = dict(env)
-        child_env["CRASHMATRIX_PROBE"] = f"fd:{to_child_r},{from_child_w}"
-        out = stdout_path.open("ab") if stdout_path else subprocess.DEVNULL
         try:
-            self.proc = subprocess.Popen(
-                list(argv),
-                env=child_env,
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT if stdout_path else subprocess.DEVNULL,
-                pass_fds=(to_child_r, from_child_w),
-                start_new_session=True,
-            )
+            self.proc = (spawner or FreshSpawner()).spawn(launch, (to_child_r, from_child_w))
+        except BaseException:
+            os.close(to_child_w)
+            os.close(from_child_r)
+            raise
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
-            if stdout_path and not isinstance(out, int):
-                out.close()
         self._ack_fd = to_child_w
         self._event_fd = from_child_r
         self._buf = b""

@@ -21,6 +21,7 @@ from harness.adapter import Adapter, LaunchSpec
 from harness.case import Case
 from harness.incarnation import Incarnation, IncarnationTimeout
 from harness.observation import Delivery, IncarnationRecord, Observation, Request
+from harness.spawn import Launch, Spawner
 from scenarios.model import Scenario
 
 
@@ -43,6 +44,7 @@ class RunnerConfig:
     fsync: bool = False
     keep: bool = False
     settle: bool = True
+    spawner: Spawner | None = None  # None: a fresh interpreter per incarnation
 
 
 def case_dir_name(case: Case) -> str:
@@ -112,15 +114,15 @@ class CaseRunner:
                 # recover: the caller's `run` failed, and a caller retries it. Anything later
                 # must be recovered, never re-submitted.
                 accepted = restart and bool(cfg.adapter.read_transcript(spec).runs)
-                argv = (cfg.adapter.recover_argv(spec) if accepted
-                        else cfg.adapter.start_argv(spec, scenario.task))
+                args = (cfg.adapter.recover_args(spec) if accepted
+                        else cfg.adapter.start_args(spec, scenario.task))
                 record = IncarnationRecord(index, "recover" if accepted else "run", policies,
                                            requests_before=len(cfg.provider.requests(case_key)),
                                            commits_before=_count_lines(session / "session.jsonl"))
                 record.settle = index == case.depth + 2
                 incarnations.append(record)
                 step = case.schedule[index - 1] if index <= case.depth else None
-                self._incarnation(argv, spec, record, step, scenario, deliveries, deadline, case_dir)
+                self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir)
                 if record.timed_out or record.nondeterministic:
                     break
                 # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles.
@@ -151,7 +153,7 @@ class CaseRunner:
             harness_error=harness_error,
         )
 
-    def _incarnation(self, argv: list[str], spec: LaunchSpec, record: IncarnationRecord,
+    def _incarnation(self, args: list[str], spec: LaunchSpec, record: IncarnationRecord,
                      step: Any, scenario: Scenario, deliveries: list[Delivery],
                      deadline: float, case_dir: Path) -> None:
         env = dict(os.environ)
@@ -160,8 +162,10 @@ class CaseRunner:
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         env.update(self.config.adapter.env())
         started = time.monotonic()
-        with Incarnation(argv, env=env, cwd=case_dir,
-                         stdout_path=case_dir / f"inc{record.index}.log") as inc:
+        adapter = self.config.adapter
+        launch = Launch(module=adapter.module, entry=adapter.entry, args=args, cwd=case_dir, env=env,
+                        output=case_dir / f"inc{record.index}.log")
+        with Incarnation(launch, self.config.spawner) as inc:
             try:
                 while (event := inc.next_event(deadline)) is not None:
                     record.events.append(event)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.incarnation import Incarnation
-from tests.support.agent_env import cli_args, make_paths, run_cli
+from tests.support.agent_env import launch, make_paths, run_cli
 from tests.support.killer import run_and_kill, run_to_end
 from tests.support.stub_provider import StubProvider, answer, call, changelog_script, results, tool_calls
 
@@ -144,13 +143,11 @@ def test_torn_tail_is_repaired_and_reported(tmp_path: Path) -> None:
 
 def test_second_process_gets_a_lock_error_naming_the_holder(tmp_path: Path) -> None:
     paths = make_paths(tmp_path)
-    with StubProvider(changelog_script) as stub:
-        argv = cli_args(paths, stub.url, "run", "t")
-        with Incarnation(argv, env=dict(os.environ), cwd=Path.cwd()) as holder:
-            event = holder.next_event(time.monotonic() + 30)  # holds the lock, blocked at a probe
-            assert event is not None
-            proc = run_cli(paths, stub.url, "recover")
-            assert proc.returncode == 3
-            assert f"locked by pid {holder.pid}" in proc.stderr
-            holder.kill()
+    with StubProvider(changelog_script) as stub, Incarnation(launch(paths, stub.url, "run", "t")) as holder:
+        event = holder.next_event(time.monotonic() + 30)  # holds the lock, blocked at a probe
+        assert event is not None
+        proc = run_cli(paths, stub.url, "recover")
+        assert proc.returncode == 3
+        assert f"locked by pid {holder.pid}" in proc.stderr
+        holder.kill()
     assert json.loads((paths.session / "config.json").read_text())["workspace"] == str(paths.workspace)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from agent.loop import Agent, AgentConfig
 from agent.provider import ProviderClient, ProviderConfig
 from agent.records import Entry, Replay
 from agent.tools import Registry
+from harness.spawn import Launch
 
 AGENT = [sys.executable, "-m", "agent"]
 
@@ -94,6 +96,12 @@ def cli_args(paths: Paths, url: str | None, *extra: str) -> list[str]:
     if url:
         args += ["--provider-url", url]
     return [*args, *extra]
+
+
+def launch(paths: Paths, url: str | None, *extra: str) -> Launch:
+    """The same command as cli_args, for an Incarnation (fresh interpreter by default)."""
+    args = cli_args(paths, url, *extra)[len(AGENT):]
+    return Launch(module="agent", entry="agent.cli:main", args=args, cwd=Path.cwd(), env=dict(os.environ))
 
 
 def run_cli(

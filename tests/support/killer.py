@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import time
-from pathlib import Path
 
 from harness.incarnation import Incarnation, ProbeEvent
-from tests.support.agent_env import Paths, cli_args
+from tests.support.agent_env import Paths, launch
 
 
 def run_and_kill(paths: Paths, url: str | None, *extra: str, at: str | int,
@@ -18,7 +16,7 @@ def run_and_kill(paths: Paths, url: str | None, *extra: str, at: str | int,
     """
     deadline = time.monotonic() + timeout
     events: list[ProbeEvent] = []
-    with Incarnation(cli_args(paths, url, *extra), env=dict(os.environ), cwd=Path.cwd()) as inc:
+    with Incarnation(launch(paths, url, *extra)) as inc:
         while True:
             event = inc.next_event(deadline)
             if event is None:
@@ -35,7 +33,7 @@ def run_to_end(
 ) -> tuple[int, list[ProbeEvent]]:
     deadline = time.monotonic() + timeout
     events: list[ProbeEvent] = []
-    with Incarnation(cli_args(paths, url, *extra), env=dict(os.environ), cwd=Path.cwd()) as inc:
+    with Incarnation(launch(paths, url, *extra)) as inc:
         while (event := inc.next_event(deadline)) is not None:
             events.append(event)
             inc.ack()

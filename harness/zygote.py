@@ -1,0 +1,126 @@
+"""The harness side of the zygote: ask it to fork incarnations, learn their pids and exit codes."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from typing import Any
+
+from harness.spawn import Launch, Process, SpawnMode
+
+
+class ZygoteError(RuntimeError):
+    pass
+
+
+class ForkedProcess:
+    """A child of the zygote, as the harness sees it: a pid, and an exit code when it is reaped."""
+
+    def __init__(self, pid: int) -> None:
+        self._pid = pid
+        self._done = threading.Event()
+        self._code: int | None = None
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    def _exited(self, code: int) -> None:
+        self._code = code
+        self._done.set()
+
+    def poll(self) -> int | None:
+        return self._code if self._done.is_set() else None
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._done.wait(timeout):
+            raise subprocess.TimeoutExpired(f"zygote child {self._pid}", timeout or 0.0)
+        assert self._code is not None
+        return self._code
+
+
+class Zygote:
+    mode = SpawnMode.FORK
+
+    def __init__(self, preload: list[str]) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock = ours
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.zygote_server", str(theirs.fileno()), *preload],
+            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+        )
+        theirs.close()
+        ready = self._sock.recv(4096)
+        if not ready:
+            raise ZygoteError(f"the zygote exited before it was ready (exit {self._proc.wait()})")
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._replies: dict[int, Any] = {}
+        self._reply_ready = threading.Condition(self._lock)
+        self._children: dict[int, ForkedProcess] = {}
+        self._early_exits: dict[int, int] = {}
+        self._closed = False
+        self._reader = threading.Thread(target=self._read, name="zygote-reader", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                msg = self._sock.recv(65536)
+            except OSError:
+                msg = b""
+            if not msg:
+                with self._lock:
+                    self._closed = True
+                    self._reply_ready.notify_all()
+                return
+            data = json.loads(msg)
+            with self._lock:
+                if "exit" in data:
+                    child = self._children.pop(data["exit"], None)
+                    if child is None:
+                        self._early_exits[data["exit"]] = data["code"]
+                    else:
+                        child._exited(data["code"])
+                else:
+                    self._replies[data["id"]] = data
+                    self._reply_ready.notify_all()
+
+    def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
+        out = os.open(launch.output or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            with self._lock:
+                self._next_id += 1
+                request_id = self._next_id
+                request = {"id": request_id, "module": launch.module, "entry": launch.entry,
+                           "args": launch.args, "cwd": str(launch.cwd), "env": launch.env}
+                socket.send_fds(self._sock, [json.dumps(request).encode()], [*probe_fds, out])
+                while request_id not in self._replies:
+                    if self._closed:
+                        raise ZygoteError("the zygote died")
+                    self._reply_ready.wait()
+                pid = int(self._replies.pop(request_id)["pid"])
+                child = ForkedProcess(pid)
+                if pid in self._early_exits:
+                    child._exited(self._early_exits.pop(pid))
+                else:
+                    self._children[pid] = child
+                return child
+        finally:
+            os.close(out)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
+        self._sock.close()
+        try:
+            self._proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._reader.join(timeout=5)
