@@ -54,6 +54,10 @@ class Adapter(Protocol):
         """Extra environment for every incarnation."""
         ...
 
+    def tear(self, spec: LaunchSpec) -> None:
+        """Tear the store's last write, as a crash in the middle of it would (agent is dead)."""
+        ...
+
     def read_transcript(self, spec: LaunchSpec) -> Transcript: ...
 
     def declared_branches(self) -> tuple[str, ...]: ...
@@ -88,6 +92,16 @@ class DurableAgentAdapter:
 
     def deliver(self, spec: LaunchSpec, kind: str, item_id: str, text: str) -> None:
         inbox.deliver(spec.session / "inbox", inbox.InboxKind(kind), text, item_id)
+
+    def tear(self, spec: LaunchSpec) -> None:
+        path = spec.session / "session.jsonl"
+        data = path.read_bytes()
+        start = data.rstrip(b"\n").rfind(b"\n") + 1
+        last = len(data) - start
+        if last > 1:
+            # Keep half the last line, without its newline: a write cut short mid-line.
+            with path.open("r+b") as f:
+                f.truncate(start + last // 2)
 
     def env(self) -> dict[str, str]:
         # The agent is importable from wherever crashmatrix is installed (an editable install

@@ -13,6 +13,9 @@ from enum import StrEnum
 
 class FaultKind(StrEnum):
     KILL = "kill"  # SIGKILL of the agent's process group at the probe
+    # SIGKILL at commit.written, then the half-written commit is torn: the store keeps only part
+    # of the last line, as a crash in the middle of the write (or a power loss) would leave it.
+    TORN = "torn"
 
 
 class CaseIdError(ValueError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -21,13 +22,13 @@ from harness.evaluate import evaluate
 from harness.exitcodes import Exit
 from harness.matrix import Matrix, MatrixConfig
 from harness.progress import Progress
+from harness.report_command import RUN_FILE, coverage_failures, coverage_message, load_results, report
 from harness.results import (
     RESULTS_FILE,
     CaseResult,
     ResultsError,
     ResultsWriter,
     Verdict,
-    load,
     merge,
     summary,
 )
@@ -35,6 +36,7 @@ from harness.runner import CaseRunner, RunnerConfig
 from harness.spawn import SpawnMode, make_spawner
 from harness.timeline import render as render_timeline
 from reports.terminal import render as render_summary
+from reports.write import write_reports
 from scenarios import ScenarioError, load_all, resolve
 from scenarios.model import Scenario
 
@@ -107,8 +109,11 @@ def with_common(fn: Any) -> Any:
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary object on stdout.")
 @click.option("--keep", is_flag=True, help="Keep every case's session and workspace under OUT/cases.")
+@click.option("--require-coverage", is_flag=True,
+              help="Fail (exit 1) when a recovery branch the agent declares was never reached.")
 def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
-        spawn: str, depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool) -> None:
+        spawn: str, depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool,
+        require_coverage: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
         shard_spec = parse_shard(shard) if shard else None
@@ -117,6 +122,12 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         return
     scenarios = _scenarios(names, dirs)
     out_dir = Path(out)
+    declared = list(_adapter(agent).declared_branches())
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / RUN_FILE).write_text(json.dumps({
+        "agent": agent, "declared_branches": declared, "depth": depth, "fsync": fsync == "on",
+        "spawn": spawn, "scenarios": [s.name for s in scenarios], "shard": shard,
+    }, indent=2) + "\n", encoding="utf-8")
     writer = ResultsWriter(out_dir / RESULTS_FILE)
     progress = Progress()
     results: list[CaseResult] = []
@@ -138,6 +149,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         finally:
             progress.close()
             writer.close()
+    if results:
+        write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None)
     if as_json:
         click.echo(json.dumps(summary(results, str(out_dir)), ensure_ascii=False))
     else:
@@ -148,7 +161,10 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         sys.exit(int(Exit.HARNESS))
     if any(r.verdict is Verdict.ERROR for r in results):
         sys.exit(int(Exit.HARNESS))
-    sys.exit(int(Exit.HELD if all(r.ok for r in results) else Exit.VIOLATIONS))
+    missing = coverage_failures(results, declared) if require_coverage else []
+    if missing:
+        click.echo(f"crashmatrix: error: {coverage_message(missing)}", err=True)
+    sys.exit(int(Exit.HELD if all(r.ok for r in results) and not missing else Exit.VIOLATIONS))
 
 
 @click.command("list")
@@ -220,7 +236,7 @@ def repro(case_id: str, names: tuple[str, ...], dirs: tuple[str, ...], agent: st
 def merge_(inputs: tuple[str, ...], out: str, as_json: bool) -> None:
     """Combine the results of several shards into one results.jsonl."""
     try:
-        merged = merge(load(Path(p)) for p in inputs)
+        merged = merge(load_results(Path(p)) for p in inputs)
     except ResultsError as exc:
         fail(str(exc))
         return
@@ -236,4 +252,4 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool) -> None:
     sys.exit(int(Exit.HELD if all(r.ok for r in merged) else Exit.VIOLATIONS))
 
 
-COMMANDS = [run, list_, repro, merge_]
+COMMANDS = [run, list_, repro, merge_, report]

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from harness.case import Case, CrashStep
+from harness.case import Case, CrashStep, FaultKind
+
+TORN_AT = "commit.written"  # the only boundary where a write can be half done
 
 
 def steps_from_trace(points: list[str]) -> list[CrashStep]:
-    """One crash step per recorded event (`kind:label`), numbered from 1."""
+    """A kill at every recorded event (`kind:label`, numbered from 1), and a torn write at every
+    commit.written."""
     steps = []
     for n, point in enumerate(points, 1):
         kind, _, label = point.partition(":")
         steps.append(CrashStep(n, kind, label))
+        if kind == TORN_AT:
+            steps.append(CrashStep(n, kind, label, FaultKind.TORN))
     return steps
 
 
@@ -27,6 +32,18 @@ def extensions(case: Case, trace: list[list[str]]) -> list[Case]:
     if len(trace) <= case.depth:
         return []
     return [case.extend(step) for step in steps_from_trace(trace[case.depth])]
+
+
+def crash_loop_extension(case: Case, trace: list[list[str]], loop: int) -> Case | None:
+    """Crash again at the first event of the finishing incarnation that repeats the last crash
+    point: the schedule of an agent that keeps dying at the same step (`[matrix] crash_loop`)."""
+    if not case.schedule or case.depth >= loop or len(trace) <= case.depth:
+        return None
+    last = case.schedule[-1]
+    for n, point in enumerate(trace[case.depth], 1):
+        if point == last.point:
+            return case.extend(CrashStep(n, last.kind, last.label, last.fault))
+    return None
 
 
 def in_shard(index: int, shard: tuple[int, int] | None) -> bool:

@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from harness.case import Case
-from harness.enumeration import extensions, in_shard, single_crash_cases
+from harness.enumeration import crash_loop_extension, extensions, in_shard, single_crash_cases
 from harness.evaluate import evaluate
 from harness.incarnation import kill_all
 from harness.results import CaseResult, Verdict
@@ -82,6 +82,10 @@ class Matrix:
                                 children = single_crash_cases(case.scenario, result.trace[0])
                             elif case.depth < cfg.depth:
                                 children = extensions(case, result.trace)
+                            loop = crash_loop_extension(
+                                case, result.trace, self.by_name[case.scenario].matrix.crash_loop)
+                            if loop is not None and loop not in children and loop.depth > cfg.depth:
+                                children.append(loop)
                         for i, child in enumerate(children):
                             # Shards split the single-crash cases by their position (stable
                             # whatever order recordings finish in); deeper cases follow their

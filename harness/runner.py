@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.adapter import Adapter, LaunchSpec
-from harness.case import Case
+from harness.case import Case, FaultKind
 from harness.incarnation import Incarnation, IncarnationTimeout
 from harness.observation import Delivery, IncarnationRecord, Observation, Request
 from harness.spawn import Launch, Spawner
@@ -177,6 +177,8 @@ class CaseRunner:
                                 f"the recording listed {step.point}")
                         inc.kill()
                         record.crashed_at = event.n
+                        if step.fault is FaultKind.TORN:
+                            self.config.adapter.tear(spec)
                         break
                     inc.ack()
                 else:

@@ -216,6 +216,17 @@ class AgentSettings:
 
 
 @dataclass(frozen=True)
+class MatrixSettings:
+    """How the harness schedules crashes for this scenario, beyond the run's --depth.
+
+    `crash_loop = N` adds, for every single-crash case, a schedule that crashes again at the same
+    boundary in each of the next N-1 incarnations: an agent that keeps dying at the same step.
+    """
+
+    crash_loop: int = 1
+
+
+@dataclass(frozen=True)
 class ProviderSettings:
     unknown_marker: str = "outcome is unknown"
 
@@ -275,3 +286,4 @@ class Scenario:
     inputs: tuple[Input, ...] = ()
     cancels: tuple[Cancel, ...] = ()
     expect: Expect = field(default_factory=Expect)
+    matrix: MatrixSettings = field(default_factory=MatrixSettings)

@@ -24,6 +24,7 @@ from scenarios.model import (
     FaultKind,
     Input,
     LineRule,
+    MatrixSettings,
     Outcome,
     Policy,
     ProviderSettings,
@@ -417,7 +418,7 @@ def _files(at: _At, value: object) -> Mapping[str, str]:
 # -- the whole scenario ------------------------------------------------------------------------
 
 TOP_FIELDS = ("name", "description", "task", "workspace", "tools", "agent", "provider",
-              "script", "faults", "inputs", "cancels", "expect")
+              "script", "faults", "inputs", "cancels", "expect", "matrix")
 
 
 def _tools(at: _At, value: object) -> Tools:
@@ -462,6 +463,12 @@ def _agent(at: _At, value: object) -> AgentSettings:
     )
 
 
+def _matrix(at: _At, value: object) -> MatrixSettings:
+    t = _table(at, value, ("crash_loop",))
+    return MatrixSettings(crash_loop=_opt(t, "crash_loop", at, lambda a, v: _int(a, v, minimum=1),
+                                          MatrixSettings().crash_loop))
+
+
 def _provider(at: _At, value: object) -> ProviderSettings:
     t = _table(at, value, ("unknown_marker",))
     return ProviderSettings(_opt(t, "unknown_marker", at, _str,
@@ -498,4 +505,5 @@ def parse_scenario(data: object, *, source: str, default_name: str) -> Scenario:
         inputs=_opt(t, "inputs", root, lambda a, v: _inputs(a, v, seen_ids), ()),
         cancels=_opt(t, "cancels", root, lambda a, v: _cancels(a, v, seen_ids), ()),
         expect=_opt(t, "expect", root, _expect, Expect()),
+        matrix=_opt(t, "matrix", root, _matrix, MatrixSettings()),
     )

@@ -1,0 +1,133 @@
+"""`crashmatrix report`: regenerate the report files from saved results, and check branch coverage."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import click
+
+from harness.adapter import ADAPTERS
+from harness.exitcodes import Exit
+from harness.results import CaseResult, ResultsError, load, resolve_results_path
+from reports.coverage import unreached
+from reports.write import write_reports
+
+RUN_FILE = "run.json"  # written by `run` beside results.jsonl: agent, declared branches, depth
+DEFAULT_AGENT = "durable-agent"
+
+
+def coverage_failures(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
+    """The declared recovery branches no case reached, in declared order (empty: all covered)."""
+    return unreached(results, declared)
+
+
+def coverage_message(missing: Sequence[str]) -> str:
+    return (f"--require-coverage: {len(missing)} declared recovery branch(es) never reached: "
+            + ", ".join(missing))
+
+
+def _is_str_list(value: Any) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _shape_error(r: CaseResult) -> str | None:
+    """What makes a record unrenderable, or None; `load` checks JSON and verdict, not field types."""
+    if not isinstance(r.case, str) or not isinstance(r.scenario, str) or not isinstance(r.repro, str):
+        return "case, scenario and repro must be strings"
+    if not isinstance(r.depth, int) or not isinstance(r.duration_ms, int | float):
+        return "depth and duration_ms must be numbers"
+    if not isinstance(r.violations, list) or not all(
+            isinstance(v, dict) and isinstance(v.get("invariant"), str) for v in r.violations):
+        return "violations must be a list of objects with an invariant id"
+    if not _is_str_list(r.branches):
+        return "branches must be a list of strings"
+    if not isinstance(r.trace, list) or not all(_is_str_list(t) for t in r.trace):
+        return "trace must hold a list of event strings per incarnation"
+    for name in ("crashed_at", "exit_codes", "incarnation_ms"):
+        value = getattr(r, name)
+        if not isinstance(value, list) or not all(x is None or isinstance(x, int | float) for x in value):
+            return f"{name} must be a list of numbers"
+    if r.note is not None and not isinstance(r.note, str):
+        return "note must be a string"
+    return None
+
+
+def _damage(path: Path) -> str | None:
+    """The first line that is not a renderable case result, named as an editor numbers it."""
+    with path.open("rb") as f:
+        for line_no, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                why = _shape_error(CaseResult.from_json(json.loads(raw.decode("utf-8"))))
+            except Exception as exc:  # any way a line can fail to be a record is damage
+                why = f"{type(exc).__name__}: {exc}"
+            if why is not None:
+                return f"{path}: line {line_no}: not a case result ({why})"
+    return None
+
+
+def load_results(path: Path) -> list[CaseResult]:
+    """`load`, plus the checks it leaves out (encoding, JSON that is not an object, field types)."""
+    try:
+        results = load(path)
+    except ResultsError:
+        raise
+    except Exception as exc:  # load lets some damage escape as other errors; name the line
+        raise ResultsError(_damage(path) or f"{path}: cannot read ({exc})") from None
+    why = _damage(path)
+    if why is not None:
+        raise ResultsError(why)
+    return results
+
+
+def declared_branches(results_path: Path, results: Sequence[CaseResult]) -> list[str]:
+    """From run.json beside the results when present, else from the adapter of the agent tested."""
+    run_file = results_path.parent / RUN_FILE
+    if run_file.exists():
+        try:
+            data = json.loads(run_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ResultsError(f"{run_file}: not a run description ({exc})") from None
+        declared = data.get("declared_branches") if isinstance(data, dict) else None
+        if not _is_str_list(declared):
+            raise ResultsError(f"{run_file}: declared_branches must be a list of strings")
+        return list(declared)
+    agents = {r.agent for r in results}
+    agent = agents.pop() if len(agents) == 1 and agents <= set(ADAPTERS) else DEFAULT_AGENT
+    return list(ADAPTERS[agent].declared_branches())
+
+
+def _fail(message: str, code: Exit) -> None:
+    click.echo(f"crashmatrix: error: {message}", err=True)
+    sys.exit(int(code))
+
+
+@click.command("report")
+@click.argument("source", metavar="RESULTS_OR_DIR", type=click.Path())
+@click.option("--out", type=click.Path(file_okay=False),
+              help="Where to write the reports (default: beside the results file).")
+@click.option("--require-coverage", is_flag=True,
+              help="Exit 1 when a declared recovery branch was never reached.")
+def report(source: str, out: str | None, require_coverage: bool) -> None:
+    """Regenerate summary.md, junit.xml and report.html from saved results (also merged shards)."""
+    path = resolve_results_path(Path(source))
+    try:
+        results = load_results(path)
+        declared = declared_branches(path, results)
+    except ResultsError as exc:
+        _fail(str(exc), Exit.USAGE)
+        return
+    out_dir = Path(out) if out else path.parent
+    written = write_reports(results, out_dir, declared,
+                            step_summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None)
+    for p in written:
+        click.echo(f"wrote {p}")
+    missing = coverage_failures(results, declared)
+    if require_coverage and missing:
+        _fail(coverage_message(missing), Exit.VIOLATIONS)

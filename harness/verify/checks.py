@@ -1,0 +1,55 @@
+"""The ordered table of invariant checks, and `verify`, which runs them all."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from harness.observation import Observation
+from harness.verify.at_most_once import check_at_most_once
+from harness.verify.continuation import check_continuation
+from harness.verify.finished import check_finished_stays_finished
+from harness.verify.liveness import check_liveness
+from harness.verify.log_integrity import check_log_integrity
+from harness.verify.no_silent_success import check_no_silent_success
+from harness.verify.oracle import check_scenario_oracle
+from harness.verify.pairing import check_pairing
+from harness.verify.queued_input import check_queued_input
+from harness.verify.resume_budget import check_resume_budget
+from harness.verify.retry_intent import check_retry_intent
+from harness.verify.safe_rerun import check_safe_rerun
+from harness.verify.violation import InvariantId, Violation
+from scenarios.model import Scenario
+
+Check = Callable[[Observation, Scenario], list[Violation]]
+
+CHECKS: Mapping[InvariantId, Check] = MappingProxyType({
+    InvariantId.LOG_INTEGRITY: check_log_integrity,
+    InvariantId.PAIRING: check_pairing,
+    InvariantId.AT_MOST_ONCE: check_at_most_once,
+    InvariantId.NO_SILENT_SUCCESS: check_no_silent_success,
+    InvariantId.SAFE_RERUN: check_safe_rerun,
+    InvariantId.FINISHED_STAYS_FINISHED: check_finished_stays_finished,
+    InvariantId.CONTINUATION: check_continuation,
+    InvariantId.RESUME_BUDGET: check_resume_budget,
+    InvariantId.QUEUED_INPUT: check_queued_input,
+    InvariantId.RETRY_INTENT: check_retry_intent,
+    InvariantId.LIVENESS: check_liveness,
+    InvariantId.SCENARIO_ORACLE: check_scenario_oracle,
+})
+
+# Checks that still mean something when the store could not be read at all: every other check
+# would judge an empty transcript and blame the agent for history the reader lost.
+WITHOUT_STORE = frozenset({InvariantId.LOG_INTEGRITY, InvariantId.LIVENESS})
+
+
+def verify(obs: Observation, scenario: Scenario) -> list[Violation]:
+    """Every violation the observation shows, in CHECKS order, then in each check's own order."""
+    t = obs.transcript
+    unreadable = t.integrity_error is not None and t.commits == 0 and not t.runs and not t.messages
+    out: list[Violation] = []
+    for invariant, check in CHECKS.items():
+        if unreadable and invariant not in WITHOUT_STORE:
+            continue
+        out += check(obs, scenario)
+    return out

@@ -1,0 +1,93 @@
+"""continuation: every request carries the committed history exactly: task once, nothing invented."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.observation import Observation
+from harness.verify.violation import InvariantId, Violation, short
+from scenarios.model import Role, Scenario
+
+ID = InvariantId.CONTINUATION
+SYSTEM = "system"
+
+
+def check_continuation(obs: Observation, scenario: Scenario) -> list[Violation]:
+    # Requests happen at different points of the history, so each must be a prefix of the final
+    # store's wire form; any divergence is history the agent invented, dropped or reordered.
+    wire = [m.wire() for m in obs.transcript.messages]
+    allowed = {scenario.task} | {d.text for d in obs.deliveries if d.kind == "input"}
+    diverged: list[tuple[int, int, Any, Any]] = []
+    task_counts: list[tuple[int, int]] = []
+    foreign: dict[str, list[tuple[int, int]]] = {}
+    for r in obs.requests:
+        body = _body(r.messages)
+        pos = _first_difference(body, wire)
+        if pos is not None:
+            diverged.append((r.index, pos, _at(body, pos), _at(wire, pos)))
+        users = [(k, m) for k, m in enumerate(body) if isinstance(m, dict) and m.get("role") == Role.USER]
+        count = sum(1 for _, m in users if m.get("content") == scenario.task)
+        if count != 1:
+            task_counts.append((r.index, count))
+        for k, m in users:
+            text = m.get("content")
+            if not isinstance(text, str) or text not in allowed:
+                foreign.setdefault(str(text), []).append((r.index, k))
+    out: list[Violation] = []
+    if diverged:
+        index, pos, sent, committed = diverged[0]
+        more = f"; {len(diverged) - 1} later request(s) differ too" if len(diverged) > 1 else ""
+        out.append(Violation(ID, (
+            f"request #{index} differs from the committed history at message index {pos} (after the "
+            f"system message): it sent {_describe(sent)}, the store holds {_describe(committed)}{more}"), {
+            "request": index, "position": pos, "sent": sent, "committed": committed,
+            "requests": [d[0] for d in diverged]}))
+    if task_counts:
+        index, count = task_counts[0]
+        what = "does not carry the task" if count == 0 else f"carries the task {count} times"
+        out.append(Violation(ID, (
+            f"request #{index} {what}; every request must carry the original task exactly once "
+            "(no re-sent task)"), {
+            "request": index, "task_count": count,
+            "requests": {str(i): c for i, c in task_counts}}))
+    for text, where in foreign.items():
+        index, pos = where[0]
+        out.append(Violation(ID, (
+            f"request #{index} sent a user message {short(text, 40)!r} (message index {pos}, after "
+            "the system message) that is neither the task nor a delivered input; a continuation adds "
+            "no user message such as a bare \"continue\""), {
+            "request": index, "position": pos, "text": text,
+            "requests": sorted({i for i, _ in where})}))
+    return out
+
+
+def _body(messages: list[dict[str, Any]]) -> list[Any]:
+    if messages and isinstance(messages[0], dict) and messages[0].get("role") == SYSTEM:
+        return list(messages[1:])
+    return list(messages)
+
+
+def _first_difference(body: list[Any], wire: list[dict[str, Any]]) -> int | None:
+    for k, m in enumerate(body):
+        if k >= len(wire) or m != wire[k]:
+            return k
+    return None
+
+
+def _at(items: list[Any], k: int) -> Any:
+    return items[k] if k < len(items) else None
+
+
+def _describe(m: Any) -> str:
+    if m is None:
+        return "no message there"
+    if not isinstance(m, dict):
+        return f"a malformed message {short(m, 40)!r}"
+    role = m.get("role")
+    if role == Role.TOOL:
+        return f"a tool result for {m.get('tool_call_id')} ({short(m.get('content'), 40)!r})"
+    calls = m.get("tool_calls") or []
+    if calls:
+        ids = ", ".join(str(c.get("id")) for c in calls if isinstance(c, dict))
+        return f"an assistant message calling {ids}"
+    return f"a {role} message {short(m.get('content'), 40)!r}"

@@ -1,0 +1,49 @@
+"""Which effect probe events ran for which call site, in the global order of the trace."""
+
+from __future__ import annotations
+
+from harness.verify.calls import CallSite, CallTable
+from harness.verify.trace import Located, Pos, Trace
+from scenarios.model import BoundaryKind
+
+
+def _before(landed: Pos | None, at: Pos) -> bool:
+    # A site whose commit no probe reported is taken to precede every effect: being lenient
+    # here only widens which site an event is charged to, never hides an event.
+    return landed is None or landed < at
+
+
+def site_effects(trace: Trace, table: CallTable) -> dict[int, list[Located]]:
+    """Effect events by site index. An event belongs to the latest site with its call id (and
+    tool) whose assistant message was committed before it ran: reused ids stay apart."""
+    found: dict[int, list[Located]] = {s.index: [] for s in table.sites}
+    for ev in trace.effects():
+        same_id = [s for s in table.sites if s.call_id == ev.call_id]
+        same_tool = [s for s in same_id if s.tool == ev.label] or same_id
+        earlier = [s for s in same_tool if _before(trace.commit_pos(s.assistant.seq), ev.pos)]
+        if earlier:
+            found[earlier[-1].index].append(ev)
+    return found
+
+
+def befores(events: list[Located]) -> list[Located]:
+    return [e for e in events if e.kind == BoundaryKind.EFFECT_BEFORE]
+
+
+def afters(events: list[Located]) -> list[Located]:
+    return [e for e in events if e.kind == BoundaryKind.EFFECT_AFTER]
+
+
+def incarnations_of(events: list[Located]) -> list[int]:
+    """The incarnations that ran any part of an effect, in order, each once."""
+    seen: list[int] = []
+    for e in events:
+        if e.inc not in seen:
+            seen.append(e.inc)
+    return seen
+
+
+def site_policy(site: CallSite, trace: Trace, inc: int) -> str | None:
+    """The replay policy the tool had in incarnation `inc`, as the harness registered it."""
+    record = trace.incarnation(inc)
+    return None if record is None else record.policies.get(site.tool)

@@ -1,0 +1,37 @@
+"""liveness: the case ran to an end: no harness error, no hang, no crash exit, no run left open."""
+
+from __future__ import annotations
+
+from harness.observation import Observation
+from harness.verify.trace import Trace
+from harness.verify.violation import InvariantId, Violation
+from scenarios.model import Scenario
+
+ID = InvariantId.LIVENESS
+# 0: done; 1: the run ended failed or aborted, a normal verdict of the agent on its run.
+NORMAL_EXITS = frozenset({0, 1})
+
+
+def check_liveness(obs: Observation, scenario: Scenario) -> list[Violation]:
+    out: list[Violation] = []
+    if obs.harness_error is not None:
+        out.append(Violation(ID, f"the harness could not finish the case: {obs.harness_error}",
+                             {"harness_error": obs.harness_error}))
+    for inc in obs.incarnations:
+        if inc.timed_out:
+            out.append(Violation(ID, (
+                f"inc{inc.index} ({inc.command}) hung: it neither reported an event nor exited "
+                "before the case's deadline"), {"incarnation": inc.index, "events": len(inc.events)}))
+        elif inc.crashed_at is None and inc.exit_code is not None and inc.exit_code not in NORMAL_EXITS:
+            out.append(Violation(ID, (
+                f"inc{inc.index} ({inc.command}) exited with code {inc.exit_code}; an agent that was "
+                "not killed must end with 0 or 1"), {"incarnation": inc.index, "exit_code": inc.exit_code}))
+    trace = Trace(obs)
+    still_open = [r for r in obs.transcript.runs if r.outcome is None]
+    if still_open and not trace.ended_killed and obs.transcript.integrity_error is None:
+        ids = ", ".join(r.run_id for r in still_open)
+        out.append(Violation(ID, (
+            f"run {ids} is still open after the last incarnation ended; every run must reach an "
+            "outcome"), {"open_runs": [r.run_id for r in still_open],
+                         "started_seqs": [r.seq for r in still_open]}))
+    return out

@@ -1,0 +1,75 @@
+"""scenario-oracle: the end state the scenario expects: outcome, final answer, files and lines."""
+
+from __future__ import annotations
+
+from harness.observation import Observation
+from harness.verify.trace import Trace
+from harness.verify.violation import InvariantId, Violation, short
+from scenarios.model import LineRule, Role, Scenario, count_lines
+
+ID = InvariantId.SCENARIO_ORACLE
+
+
+def check_scenario_oracle(obs: Observation, scenario: Scenario) -> list[Violation]:
+    expect = scenario.expect
+    t = obs.transcript
+    out: list[Violation] = []
+    wanted = [o.value for o in expect.outcome]
+    last = max(t.runs, key=lambda r: r.seq) if t.runs else None
+    if last is None or last.outcome not in wanted:
+        if last is None:
+            ended = "there is no run"
+        else:
+            state = f"ended {last.outcome}" if last.outcome else "is still open"
+            ended = f"the last run {last.run_id} {state}"
+        out.append(Violation(ID, f"{ended}; the scenario expects it to end {' or '.join(wanted)}", {
+            "run": last.run_id if last else None, "outcome": last.outcome if last else None,
+            "expected": wanted}))
+    final = next((m for m in reversed(t.messages) if m.role == Role.ASSISTANT and not m.calls), None)
+    answer = (final.content or "") if final is not None else ""
+    # A final answer exists only for a completed run; the scenario format documents
+    # final_answer_contains as checked then (an aborted run is judged by its outcome alone).
+    completed = last is not None and last.outcome == "completed"
+    for needle in expect.final_answer_contains if completed else ():
+        if needle not in answer:
+            where = (f"the final answer ({final.msg_id}, commit {final.seq}: {short(answer, 60)!r})"
+                     if final is not None else "there is no final answer, so it")
+            out.append(Violation(ID, f"{where} does not contain {needle!r}", {
+                "expected": needle, "answer": answer, "message": final.msg_id if final else None}))
+    for path, want in sorted(expect.files.items()):
+        got = obs.workspace_after.get(path)
+        if got != want:
+            what = ("is missing" if got is None
+                    else f"differs from the expected content{_first_diff(got, want)}")
+            out.append(Violation(ID, f"{path} {what}", {"path": path, "expected": want, "actual": got}))
+    trace = Trace(obs)
+    for rule in expect.lines:
+        out += _line_rule(obs, trace, rule)
+    return out
+
+
+def _line_rule(obs: Observation, trace: Trace, rule: LineRule) -> list[Violation]:
+    text = obs.workspace_after.get(rule.path)
+    count = count_lines(text, rule.line)
+    boundary = rule.missing_ok_if_crash_before
+    reached = boundary is not None and any(boundary.matches(e.kind, e.label) for e in trace.events)
+    if rule.accepts(count, crashes=trace.crashes, boundary_reached=reached):
+        return []
+    high = "" if rule.max is None else f" and at most {rule.max + rule.extra_per_crash * trace.crashes}"
+    lines = [k for k, got in enumerate((text or "").splitlines(), start=1) if got == rule.line]
+    return [Violation(ID, (
+        f"{rule.path} holds the line {rule.line!r} {count} time(s) (lines "
+        f"{', '.join(map(str, lines)) or 'none'}); the scenario expects at least {rule.min}{high} "
+        f"after {trace.crashes} crash(es)"), {
+        "path": rule.path, "line": rule.line, "count": count, "file_lines": lines,
+        "min": rule.min, "max": rule.max, "crashes": trace.crashes, "boundary_reached": reached})]
+
+
+def _first_diff(got: str, want: str) -> str:
+    got_lines, want_lines = got.splitlines(), want.splitlines()
+    for k, (g, w) in enumerate(zip(got_lines, want_lines, strict=False), start=1):
+        if g != w:
+            return f" at line {k} ({short(g, 40)!r}, expected {short(w, 40)!r})"
+    if len(got_lines) != len(want_lines):
+        return f" ({len(got_lines)} lines, expected {len(want_lines)})"
+    return " (line endings or trailing newline)"

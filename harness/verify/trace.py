@@ -1,0 +1,129 @@
+"""Derived views of the probe trace: where each commit landed, who committed it, who asked what."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.incarnation import ProbeEvent
+from harness.observation import IncarnationRecord, Observation, Request
+from harness.verify.violation import event_ref, event_text
+from scenarios.model import BoundaryKind
+
+# Probe events are totally ordered by (incarnation, event number): incarnations never overlap,
+# because the session lock admits one writer at a time.
+Pos = tuple[int, int]
+
+K = BoundaryKind
+
+
+@dataclass(frozen=True)
+class Located:
+    """A probe event together with the incarnation that reported it."""
+
+    inc: int
+    event: ProbeEvent
+
+    @property
+    def pos(self) -> Pos:
+        return (self.inc, self.event.n)
+
+    @property
+    def kind(self) -> str:
+        return self.event.kind
+
+    @property
+    def label(self) -> str:
+        return self.event.label
+
+    @property
+    def ref(self) -> str:
+        return event_ref(self.inc, self.event)
+
+    @property
+    def text(self) -> str:
+        return event_text(self.inc, self.event)
+
+    @property
+    def call_id(self) -> str | None:
+        value = self.event.detail.get("call_id")
+        return None if value is None else str(value)
+
+    @property
+    def recovery(self) -> bool:
+        return bool(self.event.detail.get("recovery"))
+
+    @property
+    def seq(self) -> int | None:
+        value = self.event.detail.get("seq")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class Trace:
+    """Indexes over one observation's probe events; built fresh by each check (it is cheap)."""
+
+    def __init__(self, obs: Observation) -> None:
+        self.obs = obs
+        self.events: list[Located] = [Located(i, e) for i, e in obs.all_events()]
+        self._landed: dict[int, Located] = {}
+        for located in self.events:
+            if located.kind not in (K.COMMIT_WRITTEN, K.COMMIT_AFTER) or located.seq is None:
+                continue
+            # `written` is the moment a commit is in the file (a kill after it does not undo it);
+            # `after` only confirms it. A later incarnation that writes the same seq again (after
+            # a torn tail was dropped) owns the commit the final store holds.
+            seen = self._landed.get(located.seq)
+            if seen is None or seen.inc < located.inc:
+                self._landed[located.seq] = located
+
+    # -- commits ---------------------------------------------------------------------------
+    def commit_pos(self, seq: int) -> Pos | None:
+        landed = self._landed.get(seq)
+        return None if landed is None else landed.pos
+
+    def owner(self, seq: int) -> int | None:
+        """The incarnation that wrote commit `seq`: from its commit probes, else from the store's
+        size when each incarnation started (ground truth the harness measured itself)."""
+        landed = self._landed.get(seq)
+        if landed is not None:
+            return landed.inc
+        owner = None
+        for inc in self.obs.incarnations:
+            if inc.commits_before < seq:
+                owner = inc.index
+        return owner
+
+    # -- events ----------------------------------------------------------------------------
+    def of_kind(self, kind: BoundaryKind, inc: int | None = None) -> list[Located]:
+        return [e for e in self.events if e.kind == kind.value and (inc is None or e.inc == inc)]
+
+    def effects(self) -> list[Located]:
+        return [e for e in self.events if e.kind in (K.EFFECT_BEFORE, K.EFFECT_AFTER)]
+
+    # -- incarnations ----------------------------------------------------------------------
+    def incarnation(self, index: int) -> IncarnationRecord | None:
+        return next((i for i in self.obs.incarnations if i.index == index), None)
+
+    @property
+    def crashes(self) -> int:
+        return sum(1 for i in self.obs.incarnations if i.crashed_at is not None)
+
+    @property
+    def last(self) -> IncarnationRecord | None:
+        return self.obs.incarnations[-1] if self.obs.incarnations else None
+
+    @property
+    def ended_killed(self) -> bool:
+        """The last incarnation was killed (by the schedule, or for hanging): the final state is
+        a crash state, not an end state. A hang is liveness's verdict; other checks must not
+        pile on what a crash state legitimately lacks."""
+        last = self.last
+        return last is not None and (last.crashed_at is not None or last.timed_out)
+
+    def requests_of(self, index: int) -> list[Request]:
+        """Requests the fake recorded while incarnation `index` ran (from the harness's counts)."""
+        incs = self.obs.incarnations
+        for k, inc in enumerate(incs):
+            if inc.index == index:
+                end = incs[k + 1].requests_before if k + 1 < len(incs) else len(self.obs.requests)
+                return [r for r in self.obs.requests if inc.requests_before <= r.index < end]
+        return []

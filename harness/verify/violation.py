@@ -1,0 +1,54 @@
+"""Invariant ids and the violation record every check returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from harness.incarnation import ProbeEvent
+
+
+class InvariantId(StrEnum):
+    """The promises the verifier checks (DESIGN section 6); the order is the report order."""
+
+    LOG_INTEGRITY = "log-integrity"
+    PAIRING = "pairing"
+    AT_MOST_ONCE = "at-most-once"
+    NO_SILENT_SUCCESS = "no-silent-success"
+    SAFE_RERUN = "safe-rerun"
+    FINISHED_STAYS_FINISHED = "finished-stays-finished"
+    CONTINUATION = "continuation"
+    RESUME_BUDGET = "resume-budget"
+    QUEUED_INPUT = "queued-input"
+    RETRY_INTENT = "retry-intent"
+    LIVENESS = "liveness"
+    SCENARIO_ORACLE = "scenario-oracle"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken promise: which, a sentence a person understands, and JSON-able evidence."""
+
+    invariant: InvariantId
+    message: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"invariant": self.invariant.value, "message": self.message, "evidence": self.evidence}
+
+
+def event_ref(inc: int, event: ProbeEvent) -> str:
+    """The short, stable name of a probe event in evidence: `inc2#7`."""
+    return f"inc{inc}#{event.n}"
+
+
+def event_text(inc: int, event: ProbeEvent) -> str:
+    """An event as messages name it: `inc2#7 effect.after:append_note`."""
+    return f"{event_ref(inc, event)} {event.point}"
+
+
+def short(text: object, width: int = 80) -> str:
+    """A one-line excerpt of a text for messages (evidence keeps the full value)."""
+    s = " ".join(str(text).split())
+    return s if len(s) <= width else s[: width - 1] + "…"

@@ -1,0 +1,116 @@
+"""The Markdown summary for a CI job page ($GITHUB_STEP_SUMMARY): totals, failures, coverage."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from harness.results import CaseResult, Verdict
+from reports.coverage import BranchStatus, branch_coverage
+
+# GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
+# `run` and `report` may both append to the same step's summary.
+MAX_BYTES = 512 * 1024
+MAX_FAILURES = 200  # a CI page with more is not read case by case; the rest are counted
+MAX_VIOLATIONS = 5  # per case
+MAX_TEXT = 300  # characters of one message
+
+VERDICT_COLUMNS = (Verdict.PASS, Verdict.FAIL, Verdict.NONDETERMINISTIC, Verdict.ERROR)
+VERDICT_HEADINGS = ("held", "violated", "nondet", "error")
+STATUS_MARK = {BranchStatus.REACHED: "reached", BranchStatus.UNREACHED: "**never reached**",
+               BranchStatus.UNDECLARED: "reached, **not declared**"}
+
+
+def _clip(text: object, width: int = MAX_TEXT) -> str:
+    s = " ".join(str(text).split())  # one line: a newline would end a list item or table row
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def code(text: object, width: int = MAX_TEXT) -> str:
+    """An inline code span holding any text: the fence is longer than any backtick run inside."""
+    s = _clip(text, width)
+    if not s:
+        return "` `"
+    longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")  # GFM splits table cells on pipes, even inside code spans
+
+
+def _counts(results: Sequence[CaseResult]) -> list[int]:
+    return [len(results)] + [sum(1 for r in results if r.verdict is v) for v in VERDICT_COLUMNS]
+
+
+def _scenario_table(results: Sequence[CaseResult]) -> list[str]:
+    by_scenario: dict[str, list[CaseResult]] = {}
+    for r in results:
+        by_scenario.setdefault(r.scenario, []).append(r)
+    lines = ["| scenario | cases | " + " | ".join(VERDICT_HEADINGS) + " |",
+             "| --- | ---: |" + " ---: |" * len(VERDICT_HEADINGS)]
+    for name, rows in sorted(by_scenario.items()):
+        lines.append(f"| {_cell(code(name))} | " + " | ".join(str(n) for n in _counts(rows)) + " |")
+    lines.append("| **total** | " + " | ".join(f"**{n}**" for n in _counts(results)) + " |")
+    return lines
+
+
+def _coverage_table(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
+    rows = branch_coverage(results, declared)
+    declared_rows = [c for c in rows if c.declared]
+    never = sum(1 for c in declared_rows if c.status is BranchStatus.UNREACHED)
+    head = (f"{len(declared_rows) - never} of {len(declared_rows)} declared recovery branches reached"
+            + (f"; **{never} never reached**." if never else "."))
+    lines = ["## Recovery-branch coverage", "", head, "",
+             "| branch | status | cases | example case |", "| --- | --- | ---: | --- |"]
+    for c in rows:
+        example = _cell(code(c.example_case)) if c.example_case else "—"
+        lines.append(f"| {_cell(code(c.branch))} | {STATUS_MARK[c.status]} | {c.cases} | {example} |")
+    return lines
+
+
+def _failure(r: CaseResult) -> list[str]:
+    what = ", ".join(r.invariants) or r.verdict.value
+    lines = [f"- {code(r.case)}: {r.verdict.value} ({_clip(what)})"]
+    for v in r.violations[:MAX_VIOLATIONS]:
+        lines.append(f"  - {code(v.get('invariant', '?'))}: {code(v.get('message', ''))}")
+    if len(r.violations) > MAX_VIOLATIONS:
+        lines.append(f"  - … {len(r.violations) - MAX_VIOLATIONS} more violation(s)")
+    if r.note:
+        lines.append(f"  - note: {code(r.note)}")
+    lines.append(f"  - reproduce: {code(r.repro, 2 * MAX_TEXT)}")
+    return lines
+
+
+def _failures(bad: Sequence[CaseResult], budget: int) -> list[str]:
+    lines = [f"## {len(bad)} case(s) did not hold", ""]
+    used = sum(len(line.encode()) + 1 for line in lines)
+    shown = 0
+    for r in bad[:MAX_FAILURES]:
+        item = _failure(r)
+        size = sum(len(line.encode()) + 1 for line in item)
+        if used + size > budget:
+            break
+        lines.extend(item)
+        used += size
+        shown += 1
+    if shown < len(bad):
+        lines += ["", f"*{len(bad) - shown} more failing case(s) left out to keep this summary small; "
+                      "every one is in `junit.xml`, `report.html` and `results.jsonl`.*"]
+    return lines
+
+
+def render(results: Sequence[CaseResult], declared: Sequence[str]) -> str:
+    """The whole summary; always under MAX_BYTES, whatever the number of failures."""
+    total, held, failed, nondet, error = _counts(results)
+    verdict = "every case held" if held == total else f"{total - held} of {total} case(s) did not hold"
+    head = ["# crashmatrix", "",
+            f"**{total}** cases: {held} held, {failed} violated, {nondet} nondeterministic, "
+            f"{error} harness errors — {verdict}.", "", *_scenario_table(results), ""]
+    tail = ["", *_coverage_table(results, declared), ""]
+    fixed = sum(len(line.encode()) + 1 for line in head + tail)
+    bad = [r for r in results if not r.ok]
+    middle = _failures(bad, MAX_BYTES - fixed - 1024) if bad else []
+    return "\n".join(head + middle + tail)

@@ -1,0 +1,82 @@
+"""Writing the report files: render everything first, then replace each file atomically."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from enum import StrEnum
+from pathlib import Path
+
+from harness.case import Case, CaseIdError
+from harness.results import CaseResult
+from reports import html, junit, markdown
+
+REPORT_MODE = 0o644
+
+
+class ReportFile(StrEnum):
+    SUMMARY = "summary.md"
+    JUNIT = "junit.xml"
+    HTML = "report.html"
+
+
+def _order(r: CaseResult) -> tuple[str, int, tuple[tuple[int, str, str, str], ...], str]:
+    # Cases finish in any order under --jobs, and merged shards are sorted differently again; a
+    # total order on what the case *is* makes `run` and `report` write byte-identical files.
+    try:
+        steps = tuple((s.n, s.kind, s.label, s.fault.value) for s in Case.parse(r.case).schedule)
+    except CaseIdError:
+        steps = ((1 << 30, "", "", ""),)
+    return (r.scenario, len(steps), steps, r.case)
+
+
+def canonical(results: Sequence[CaseResult]) -> list[CaseResult]:
+    return sorted(results, key=_order)
+
+
+def render_all(results: Sequence[CaseResult], declared: Sequence[str]) -> dict[ReportFile, str]:
+    ordered = canonical(results)
+    return {ReportFile.SUMMARY: markdown.render(ordered, declared),
+            ReportFile.JUNIT: junit.render(ordered),
+            ReportFile.HTML: html.render(ordered, declared)}
+
+
+def _stage(out_dir: Path, name: str, text: str) -> Path:
+    fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            # mkstemp makes the file 0600; reports are for anyone who can read the results.
+            os.fchmod(f.fileno(), REPORT_MODE)
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return Path(tmp)
+
+
+def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequence[str],
+                  step_summary_path: Path | str | None = None) -> list[Path]:
+    """Write summary.md, junit.xml and report.html into out_dir; return their paths.
+
+    Every file is rendered and staged beside its target before any target is replaced, so a
+    failure (in a renderer, or a full disk) leaves the previous reports as they were. The Markdown
+    is also appended to step_summary_path ($GITHUB_STEP_SUMMARY, which GitHub expects appended to).
+    """
+    rendered = render_all(results, declared)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staged: dict[Path, Path] = {}
+    try:
+        for name, text in rendered.items():
+            staged[out_dir / name.value] = _stage(out_dir, name.value, text)
+        for target, tmp in staged.items():
+            os.replace(tmp, target)
+    finally:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)  # only left over when something above failed
+    if step_summary_path:
+        with open(step_summary_path, "a", encoding="utf-8", newline="\n") as f:
+            f.write(rendered[ReportFile.SUMMARY])
+    return list(staged)

@@ -1,0 +1,172 @@
+"""`crashmatrix report` and write_reports: atomic files, identical regeneration, exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from agent.recovery import DECLARED_BRANCHES
+from harness.exitcodes import Exit
+from harness.report_command import coverage_failures, report
+from harness.results import RESULTS_FILE, CaseResult, ResultsWriter, merge
+from reports import html
+from reports.write import ReportFile, write_reports
+from tests.unit.test_reports_data import DECLARED, sample_results
+
+NAMES = [f.value for f in ReportFile]
+
+
+def save(results: list[CaseResult], out: Path, run: dict[str, object] | None = None) -> Path:
+    writer = ResultsWriter(out / RESULTS_FILE)
+    for r in results:
+        writer.write(r)
+    writer.close()
+    if run is not None:
+        (out / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    return out / RESULTS_FILE
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(report, list(args), env={"GITHUB_STEP_SUMMARY": "", **(env or {})})
+
+
+def snapshot(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+
+
+def test_report_regenerates_identical_bytes_whatever_the_result_order(tmp_path: Path) -> None:
+    results = sample_results()
+    run = {"agent": "durable-agent", "declared_branches": list(DECLARED), "depth": 2, "scenarios": []}
+    written = write_reports(results, tmp_path / "run", DECLARED)  # what `run` writes, in finish order
+    assert [p.name for p in written] == NAMES
+    shuffled = results[:]
+    random.Random(7).shuffle(shuffled)
+    save(shuffled, tmp_path / "saved", run)
+    first = invoke(str(tmp_path / "saved"))
+    assert first.exit_code == 0, first.output
+    assert first.output.splitlines() == [f"wrote {tmp_path / 'saved' / name}" for name in NAMES]
+    once = snapshot(tmp_path / "saved")
+    assert invoke(str(tmp_path / "saved" / RESULTS_FILE)).exit_code == 0
+    assert snapshot(tmp_path / "saved") == once
+    assert {n: once[n] for n in NAMES} == {n: (tmp_path / "run" / n).read_bytes() for n in NAMES}
+    assert sorted(once) == sorted([RESULTS_FILE, "run.json", *NAMES])  # no temp files left
+
+
+def test_report_works_on_merged_shards_and_writes_where_asked(tmp_path: Path) -> None:
+    results = sample_results()
+    merged = merge([results[::2], results[1::2]])
+    save(merged, tmp_path / "merged")
+    got = invoke(str(tmp_path / "merged"), "--out", str(tmp_path / "elsewhere"))
+    assert got.exit_code == 0, got.output
+    write_reports(results, tmp_path / "direct", DECLARED_BRANCHES)  # no run.json: the adapter's list
+    assert snapshot(tmp_path / "elsewhere") == snapshot(tmp_path / "direct")
+
+
+def good_reports(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    out = tmp_path / "out"
+    save(sample_results(), out)
+    assert invoke(str(out)).exit_code == 0
+    return out, snapshot(out)
+
+
+@pytest.mark.parametrize(("content", "expected"), [
+    (None, "no such results file"),
+    ("", "holds no case results"),
+    ("\n  \n", "holds no case results"),
+    ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass"}\n\n{"case": "b/n',
+     "line 3: not a case result"),
+    ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "maybe"}\n', "line 1: not a case result"),
+    ('\n[1, 2]\n', "line 2: not a case result"),
+    ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass", "trace": "x"}\n',
+     "line 1: not a case result (trace must hold"),
+    (b'{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass"}\n\xff\xfe\n', "line 2: not a case"),
+])
+def test_a_missing_empty_or_damaged_file_exits_2_and_leaves_good_reports(
+        tmp_path: Path, content: str | bytes | None, expected: str) -> None:
+    out, before = good_reports(tmp_path)
+    path = out / RESULTS_FILE
+    if content is None:
+        path.unlink()
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    after_damage = snapshot(out)
+    got = invoke(str(out))
+    assert got.exit_code == Exit.USAGE
+    assert f"crashmatrix: error: {path}: " in got.output
+    assert expected in got.output
+    assert snapshot(out) == after_damage
+    assert {n: after_damage[n] for n in NAMES} == {n: before[n] for n in NAMES}
+
+
+def test_a_damaged_run_description_exits_2_naming_it(tmp_path: Path) -> None:
+    out, _ = good_reports(tmp_path)
+    (out / "run.json").write_text('{"declared_branches": "all"}', encoding="utf-8")
+    got = invoke(str(out))
+    assert got.exit_code == Exit.USAGE
+    assert f"{out / 'run.json'}: declared_branches must be a list of strings" in got.output
+
+
+def test_a_failing_renderer_leaves_the_previous_reports_untouched(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, before = good_reports(tmp_path)
+
+    def broken(*args: object) -> str:
+        raise RuntimeError("renderer bug")
+
+    monkeypatch.setattr(html, "render", broken)
+    with pytest.raises(RuntimeError, match="renderer bug"):
+        write_reports(sample_results()[:3], out, DECLARED)
+    assert snapshot(out) == before
+
+
+def test_a_failing_write_leaves_no_half_report_and_no_temp_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, before = good_reports(tmp_path)
+    real_replace = os.replace
+
+    def replace_then_fail(src: str, dst: str) -> None:
+        if str(dst).endswith(ReportFile.HTML.value):
+            raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace_then_fail)
+    with pytest.raises(OSError, match="No space"):
+        write_reports(sample_results()[:3], out, DECLARED)
+    assert sorted(snapshot(out)) == sorted(before)  # nothing half-written, no .tmp left behind
+    assert snapshot(out)[ReportFile.HTML.value] == before[ReportFile.HTML.value]
+
+
+def test_require_coverage_fails_naming_the_unreached_branch(tmp_path: Path) -> None:
+    results = sample_results()
+    declared = [*DECLARED[:3], "call.rerun_safe"]
+    run = {"agent": "durable-agent", "declared_branches": declared, "depth": 2, "scenarios": []}
+    save(results, tmp_path / "all", run)
+    assert invoke(str(tmp_path / "all"), "--require-coverage").exit_code == 1
+    assert coverage_failures(results, declared) == ["call.rerun_safe"]
+    save(results, tmp_path / "all", {**run, "declared_branches": list(DECLARED[:3])})
+    assert invoke(str(tmp_path / "all"), "--require-coverage").exit_code == 0
+    # Remove the scenarios whose crashes reach recovery: only the settle runs' branch is left.
+    crash_free = [r for r in results if r.depth == 0]
+    save(crash_free, tmp_path / "some", {**run, "declared_branches": list(DECLARED[:3])})
+    got = invoke(str(tmp_path / "some"), "--require-coverage")
+    assert got.exit_code == Exit.VIOLATIONS
+    assert ("--require-coverage: 2 declared recovery branch(es) never reached: "
+            "call.unknown_recorded_never, continue.after_tool_result") in got.output
+    assert (tmp_path / "some" / ReportFile.HTML.value).exists()  # the reports are still written
+    assert invoke(str(tmp_path / "some")).exit_code == 0  # without the flag, unreached is reported only
+
+
+def test_the_summary_is_appended_to_the_github_step_summary(tmp_path: Path) -> None:
+    save(sample_results(), tmp_path)
+    step = tmp_path / "step.md"
+    step.write_text("earlier step output\n", encoding="utf-8")
+    assert invoke(str(tmp_path), env={"GITHUB_STEP_SUMMARY": str(step)}).exit_code == 0
+    summary = (tmp_path / ReportFile.SUMMARY.value).read_text(encoding="utf-8")
+    assert step.read_text(encoding="utf-8") == "earlier step output\n" + summary

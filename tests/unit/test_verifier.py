@@ -1,0 +1,188 @@
+"""The verifier's contract: its vocabulary, the clean baseline, and one violation per invariant."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+
+import pytest
+
+from harness.incarnation import ProbeEvent
+from harness.observation import Delivery, Observation
+from harness.transcript import Transcript
+from harness.verify import CHECKS, InvariantId, Violation, verify
+from scenarios.model import Expect, Outcome, Scenario
+from tests.support.observations import (
+    WITNESS,
+    changelog_baseline,
+    changelog_scenario,
+    lying_success_builder,
+    rerun_builder,
+)
+
+Id = InvariantId
+Case = tuple[Observation, Scenario]
+
+
+def ids(violations: list[Violation]) -> set[InvariantId]:
+    return {v.invariant for v in violations}
+
+
+def test_invariant_ids_are_the_design_vocabulary_in_report_order() -> None:
+    assert [i.value for i in InvariantId] == [
+        "log-integrity", "pairing", "at-most-once", "no-silent-success", "safe-rerun",
+        "finished-stays-finished", "continuation", "resume-budget", "queued-input",
+        "retry-intent", "liveness", "scenario-oracle",
+    ]
+    assert list(CHECKS) == list(InvariantId)
+
+
+def test_the_baseline_holds_every_invariant() -> None:
+    obs = changelog_baseline()
+    assert obs.case.case_id == "changelog/15:effect.after:append_note/kill"
+    assert verify(obs, changelog_scenario()) == []
+
+
+def test_each_check_is_pure_and_deterministic() -> None:
+    obs, scenario = _silent_success()
+    before = repr(obs)
+    first = verify(obs, scenario)
+    assert first == verify(obs, scenario)
+    assert repr(obs) == before
+
+
+def test_violation_to_json() -> None:
+    v = Violation(Id.AT_MOST_ONCE, "call call_1 (append_note) took effect 2 times",
+                  {"call_id": "call_1", "events": ["inc1#14", "inc2#5"]})
+    assert v.to_json() == {"invariant": "at-most-once",
+                           "message": "call call_1 (append_note) took effect 2 times",
+                           "evidence": {"call_id": "call_1", "events": ["inc1#14", "inc2#5"]}}
+
+
+# -- one mutation of the baseline per invariant ------------------------------------------------
+def _baseline() -> Case:
+    return changelog_baseline(), changelog_scenario()
+
+
+def _store_unreadable() -> Case:
+    obs, scenario = _baseline()
+    obs.transcript.integrity_error = "commit 6: run run-4 finished twice"
+    return obs, scenario
+
+
+def _duplicate_result() -> Case:
+    obs, scenario = _baseline()
+    messages = obs.transcript.messages
+    read_result = next(m for m in messages if m.call_id == "call_2")
+    messages.insert(messages.index(read_result) + 1, dataclasses.replace(read_result, msg_id="dup"))
+    return obs, scenario
+
+
+def _witness_ran_twice() -> Case:
+    obs, scenario = _baseline()
+    obs.workspace_after[WITNESS] += "ran\n"
+    return obs, scenario
+
+
+def _silent_success() -> Case:
+    return lying_success_builder().build(), changelog_scenario()
+
+
+def _never_call_rerun() -> Case:
+    return rerun_builder().build(), changelog_scenario()
+
+
+def _settle_asks_provider() -> Case:
+    obs, scenario = _baseline()
+    settle = obs.incarnations[-1]
+    settle.events.append(ProbeEvent(len(settle.events) + 1, "provider.before", "chat"))
+    return obs, scenario
+
+
+def _bare_continue_sent() -> Case:
+    obs, scenario = _baseline()
+    sent = obs.requests[1]
+    extra = {"role": "user", "content": "continue"}
+    obs.requests[1] = dataclasses.replace(sent, messages=[*sent.messages, extra])
+    return obs, scenario
+
+
+def _no_budget() -> Case:
+    obs, scenario = _baseline()
+    obs.resume_budget = 0
+    return obs, scenario
+
+
+def _input_lost() -> Case:
+    obs, scenario = _baseline()
+    obs.deliveries.append(Delivery("input", "in-1", "also mention the ticket", 2, 20))
+    return obs, scenario
+
+
+def _failed_request_passed_off_as_reply() -> Case:
+    # The fake answered 500, yet the agent's probe said "reply" and nothing was recorded.
+    obs, scenario = _baseline()
+    obs.requests[2] = dataclasses.replace(obs.requests[2], status=500, fault="http_500")
+    return obs, scenario
+
+
+def _settle_hangs() -> Case:
+    obs, scenario = _baseline()
+    obs.incarnations[-1].timed_out = True
+    obs.incarnations[-1].exit_code = None
+    return obs, scenario
+
+
+def _expects_cancelled() -> Case:
+    obs, _ = _baseline()
+    return obs, changelog_scenario(Expect(outcome=(Outcome.CANCELLED,)))
+
+
+MUTATIONS: dict[InvariantId, tuple[Callable[[], Case], set[InvariantId]]] = {
+    Id.LOG_INTEGRITY: (_store_unreadable, {Id.LOG_INTEGRITY}),
+    # The provider saw the history before the duplicate was committed: the store diverges too.
+    Id.PAIRING: (_duplicate_result, {Id.PAIRING, Id.CONTINUATION}),
+    Id.AT_MOST_ONCE: (_witness_ran_twice, {Id.AT_MOST_ONCE}),
+    Id.NO_SILENT_SUCCESS: (_silent_success, {Id.NO_SILENT_SUCCESS}),
+    Id.SAFE_RERUN: (_never_call_rerun, {Id.SAFE_RERUN}),
+    Id.FINISHED_STAYS_FINISHED: (_settle_asks_provider, {Id.FINISHED_STAYS_FINISHED}),
+    Id.CONTINUATION: (_bare_continue_sent, {Id.CONTINUATION}),
+    Id.RESUME_BUDGET: (_no_budget, {Id.RESUME_BUDGET}),
+    Id.QUEUED_INPUT: (_input_lost, {Id.QUEUED_INPUT}),
+    Id.RETRY_INTENT: (_failed_request_passed_off_as_reply, {Id.RETRY_INTENT}),
+    Id.LIVENESS: (_settle_hangs, {Id.LIVENESS}),
+    Id.SCENARIO_ORACLE: (_expects_cancelled, {Id.SCENARIO_ORACLE}),
+}
+
+
+def test_every_invariant_has_a_mutation() -> None:
+    assert set(MUTATIONS) == set(InvariantId)
+
+
+@pytest.mark.parametrize("invariant", list(MUTATIONS), ids=str)
+def test_mutation_is_caught_by_its_invariant_only(invariant: InvariantId) -> None:
+    make, expected = MUTATIONS[invariant]
+    obs, scenario = make()
+    violations = verify(obs, scenario)
+    assert ids(violations) == expected
+    for v in violations:
+        assert (v.message and v.message[0].islower()) or v.message[0].isupper()
+        json.dumps(v.to_json(), ensure_ascii=False)  # evidence must be JSON-able
+
+
+def test_violations_come_in_checks_order() -> None:
+    obs, scenario = _duplicate_result()
+    obs.incarnations[-1].timed_out = True
+    order = [v.invariant for v in verify(obs, scenario)]
+    ranks = [list(CHECKS).index(i) for i in order]
+    assert order
+    assert ranks == sorted(ranks)
+
+
+def test_an_unreadable_store_is_judged_by_store_free_checks_only() -> None:
+    obs, scenario = _baseline()
+    obs.transcript = Transcript(integrity_error="session.jsonl: line 3: checksum mismatch")
+    violations = verify(obs, scenario)
+    assert ids(violations) == {Id.LOG_INTEGRITY}
+    assert "line 3: checksum mismatch" in violations[0].message
