@@ -39,7 +39,7 @@ def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
         return value if top else argparse.SUPPRESS
 
     p.add_argument("--session", type=Path,
-                   default=d(Path(os.environ.get("DURABLE_AGENT_SESSION", ".durable-agent"))),
+                   default=d(None),
                    help="session directory (default $DURABLE_AGENT_SESSION or .durable-agent)")
     p.add_argument("--workspace", type=Path, default=d(None),
                    help="directory the tools work in (default: remembered, else cwd)")
@@ -165,8 +165,15 @@ def _show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# Built once at import: building it costs more than a whole recovery (argparse looks up message
+# translations for every option), and a forked incarnation then inherits it ready-made.
+_PARSER = _parser()
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _PARSER.parse_args(argv)
+    if args.session is None:  # resolved per call: the environment is the caller's, not import time's
+        args.session = Path(os.environ.get("DURABLE_AGENT_SESSION", ".durable-agent"))
     probe.attach_from_env()
     try:
         if args.command == "show":

@@ -12,6 +12,7 @@ from types import FrameType
 import click
 
 from fakes import FakeProvider
+from harness.bench import bench
 from harness.commands import COMMANDS
 from harness.exitcodes import Exit
 from scenarios import ScenarioError, resolve
@@ -84,5 +85,5 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
 
 
 # The matrix commands live in harness.commands; registered here so `main` is the one entry point.
-for _command in COMMANDS:
+for _command in [*COMMANDS, bench]:
     main.add_command(_command)

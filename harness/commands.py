@@ -130,11 +130,10 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     }, indent=2) + "\n", encoding="utf-8")
     writer = ResultsWriter(out_dir / RESULTS_FILE)
     progress = Progress()
-    results: list[CaseResult] = []
 
     def on_result(result: CaseResult, known: int) -> None:
+        # Written, not kept: a long matrix holds no results in memory while it runs.
         writer.write(result)
-        results.append(result)
         progress.update(result.ok, known)
 
     interrupted = False
@@ -149,6 +148,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         finally:
             progress.close()
             writer.close()
+    results = load_results(out_dir / RESULTS_FILE) if progress.done else []
     if results:
         write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None)
     if as_json:

@@ -58,6 +58,33 @@ def kill_all() -> int:
     return len(live)
 
 
+def _descendants(pid: int) -> list[psutil.Process]:
+    """The process tree under `pid`, read before the kill (afterwards they are reparented).
+
+    Reads /proc/PID/task/TID/children, which lists one tree, instead of psutil's recursive
+    children(), which scans every process on the machine: this runs once per crash case.
+    """
+    found: list[psutil.Process] = []
+    stack = [pid]
+    while stack:
+        parent = stack.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children", encoding="ascii") as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                continue
+            for kid in kids:
+                with contextlib.suppress(psutil.Error):
+                    found.append(psutil.Process(kid))
+                stack.append(kid)
+    return found
+
+
 class Incarnation:
     def __init__(self, launch: Launch, spawner: Spawner | None = None) -> None:
         to_child_r, to_child_w = os.pipe()
@@ -121,9 +148,7 @@ class Incarnation:
 
     def kill(self) -> None:
         """SIGKILL the agent's process group and every descendant, then reap the child."""
-        descendants: list[psutil.Process] = []
-        with contextlib.suppress(psutil.Error):
-            descendants = psutil.Process(self.pid).children(recursive=True)
+        descendants = _descendants(self.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
         for d in descendants:  # a descendant that left the group is still ours to end

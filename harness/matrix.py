@@ -50,10 +50,12 @@ class Matrix:
                         scenario_dirs=self.config.scenario_dirs,
                         duration_ms=(time.monotonic() - started) * 1000)
 
-    def run(self, on_result: OnResult) -> list[CaseResult]:
-        """Run the matrix; on KeyboardInterrupt kill every agent, keep results, and re-raise."""
+    def run(self, on_result: OnResult) -> int:
+        """Run the matrix, handing each result to `on_result` (which keeps or writes it; the
+        matrix keeps none, so memory stays flat however many cases run). Returns the number of
+        cases run. On KeyboardInterrupt: kill every agent, and re-raise."""
         cfg = self.config
-        results: list[CaseResult] = []
+        finished = 0
         known = 0
         position = {s.name: i for i, s in enumerate(cfg.scenarios)}
         keep_recordings = cfg.shard is None or cfg.shard[0] == 1
@@ -96,7 +98,7 @@ class Matrix:
                         if case.depth == 0 and not keep_recordings:
                             known -= 1
                             continue
-                        results.append(result)
+                        finished += 1
                         on_result(result, known)
             except KeyboardInterrupt:
                 self.stop.set()
@@ -104,4 +106,4 @@ class Matrix:
                     future.cancel()
                 kill_all()
                 raise
-        return results
+        return finished

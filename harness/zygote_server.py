@@ -9,6 +9,7 @@ the reply names the child's pid; the zygote reaps every child and reports its ex
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -103,6 +104,10 @@ def main() -> None:
     fd = int(sys.argv[1])
     for module in sys.argv[2:]:
         importlib.import_module(module)
+    # Move everything imported so far out of the collector's reach: a child's first collection
+    # would otherwise touch (and so copy) every page the zygote shares with it.
+    gc.collect()
+    gc.freeze()
     sock = socket.socket(fileno=fd)
     sock.send(b'{"ready": true}')
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):

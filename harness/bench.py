@@ -1,0 +1,123 @@
+"""`crashmatrix bench`: the same matrix with fresh interpreters and with the zygote, side by side.
+
+Figures are ratios measured in one invocation (the machines are shared and noisy): cases/s and
+ms per case for each spawn mode, their ratio, the measured floor (a bare fork, exit and wait,
+times the incarnations per case), per-case cost as a multiple of that floor, and peak memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from dataclasses import dataclass
+
+import click
+from tabulate import tabulate
+
+from harness.commands import _runner_config, _scenarios
+from harness.matrix import Matrix, MatrixConfig
+from harness.results import CaseResult
+
+
+@dataclass
+class ModeFigures:
+    cases: int
+    seconds: float
+    incarnations: int
+    failed: int
+    rss_after_mb: list[float]
+
+    @property
+    def cases_per_s(self) -> float:
+        return self.cases / self.seconds if self.seconds else 0.0
+
+    @property
+    def ms_per_case(self) -> float:
+        return 1000 * self.seconds / self.cases if self.cases else 0.0
+
+
+def peak_rss_mb() -> float:
+    # ru_maxrss is in KiB on Linux: the harness process itself (agents are other processes).
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def fork_floor_ms(samples: int = 200) -> float:
+    """The cheapest possible incarnation: fork, exit at once, wait. Measured before any thread."""
+    started = time.perf_counter()
+    for _ in range(samples):
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+    return 1000 * (time.perf_counter() - started) / samples
+
+
+def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: float) -> ModeFigures:
+    scenarios = _scenarios(names, ())
+    figures = ModeFigures(0, 0.0, 0, 0, [])
+
+    def on_result(result: CaseResult, known: int) -> None:
+        figures.cases += 1
+        figures.incarnations += len(result.crashed_at)
+        figures.failed += 0 if result.ok else 1
+
+    with _runner_config("durable-agent", timeout, False, False, mode) as cfg:
+        for _ in range(repeat):
+            matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=cfg, depth=1, jobs=jobs))
+            started = time.perf_counter()
+            matrix.run(on_result)
+            figures.seconds += time.perf_counter() - started
+            figures.rss_after_mb.append(round(peak_rss_mb(), 1))
+    return figures
+
+
+@click.command("bench")
+@click.option("--scenario", "names", multiple=True, default=("changelog-fast",), show_default=True)
+@click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 1000),
+              help="Run the fork-mode matrix this many times (a long run shows memory stays flat).")
+@click.option("--skip-fresh", is_flag=True, help="Measure only the zygote (for long memory runs).")
+@click.option("--timeout", default=60.0, show_default=True, metavar="S")
+@click.option("--json", "as_json", is_flag=True)
+def bench(names: tuple[str, ...], jobs: int, repeat: int, skip_fresh: bool, timeout: float,
+          as_json: bool) -> None:
+    """Measure fresh-interpreter and zygote spawning on the same matrix, side by side."""
+    floor_fork = fork_floor_ms()
+    fresh = None if skip_fresh else measure("fresh", names, jobs, 1, timeout)
+    fork = measure("fork", names, jobs, repeat, timeout)
+    per_case_incarnations = fork.incarnations / fork.cases if fork.cases else 0.0
+    floor_ms = floor_fork * per_case_incarnations
+    data = {
+        "cases": fork.cases,
+        "fresh": None if fresh is None else {"cases_per_s": round(fresh.cases_per_s, 2),
+                                             "ms_per_case": round(fresh.ms_per_case, 2)},
+        "fork": {"cases_per_s": round(fork.cases_per_s, 2), "ms_per_case": round(fork.ms_per_case, 2)},
+        "ratio": None if fresh is None or not fresh.cases_per_s
+        else round(fork.cases_per_s / fresh.cases_per_s, 2),
+        "floor_ms": round(floor_ms, 3),
+        "floor_multiple": round(fork.ms_per_case / floor_ms, 1) if floor_ms else None,
+        "peak_rss_mb": round(peak_rss_mb(), 1),
+        "jobs": jobs,
+        "incarnations_per_case": round(per_case_incarnations, 2),
+        "rss_after_each_repeat_mb": fork.rss_after_mb,
+        "failed": fork.failed + (fresh.failed if fresh else 0),
+    }
+    if as_json:
+        click.echo(json.dumps(data))
+    else:
+        rows = []
+        for name, fig in (("fresh", fresh), ("fork", fork)):
+            if fig is not None:
+                rows.append([name, fig.cases, f"{fig.cases_per_s:.1f}", f"{fig.ms_per_case:.1f}"])
+        click.echo(tabulate(rows, headers=["spawn", "cases", "cases/s", "ms/case"]))
+        click.echo(f"\nfork/fresh throughput ratio: {data['ratio']}x (jobs={jobs})")
+        click.echo(f"floor: {floor_fork:.3f} ms per bare fork+exit+wait x "
+                   f"{per_case_incarnations:.2f} incarnations/case = {floor_ms:.2f} ms; "
+                   f"fork-mode cost = {data['floor_multiple']}x floor (wall time per case at "
+                   f"{jobs} jobs)")
+        click.echo(f"harness peak RSS: {data['peak_rss_mb']} MB "
+                   f"(after each repeat: {fork.rss_after_mb})")
+    sys.exit(0 if data["failed"] == 0 else 1)
