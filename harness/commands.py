@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from harness.case import Case, CaseIdError
 from harness.enumeration import parse_shard, single_crash_cases
 from harness.evaluate import evaluate
 from harness.exitcodes import Exit
+from harness.line_coverage import combine_and_report
 from harness.matrix import Matrix, MatrixConfig
 from harness.progress import Progress
 from harness.report_command import RUN_FILE, coverage_failures, coverage_message, load_results, report
@@ -66,14 +68,18 @@ def _adapter(name: str) -> Adapter:
 
 @contextmanager
 def _runner_config(agent: str, timeout: float, fsync: bool, keep: bool, spawn: str = "fork",
-                   work: Path | None = None) -> Iterator[RunnerConfig]:
+                   work: Path | None = None, coverage_dir: Path | None = None) -> Iterator[RunnerConfig]:
     adapter = _adapter(agent)
+    # Under --line-coverage the agent is not preloaded: code that ran at import time in the
+    # zygote would count as never run in the children that coverage measures.
+    preload = ["coverage", "harness.covered"] if coverage_dir else list(adapter.preload)
     # The zygote starts first, before this process has any thread, so it forks clean children.
-    spawner = make_spawner(SpawnMode(spawn), list(adapter.preload))
+    spawner = make_spawner(SpawnMode(spawn), preload)
     try:
         with FakeProvider() as provider, tempfile.TemporaryDirectory(prefix="crashmatrix-") as tmp:
             yield RunnerConfig(adapter=adapter, provider=provider, work_root=work or Path(tmp),
-                               case_timeout_s=timeout, fsync=fsync, keep=keep, spawner=spawner)
+                               case_timeout_s=timeout, fsync=fsync, keep=keep, spawner=spawner,
+                               coverage_dir=coverage_dir)
     finally:
         spawner.close()
 
@@ -111,9 +117,12 @@ def with_common(fn: Any) -> Any:
 @click.option("--keep", is_flag=True, help="Keep every case's session and workspace under OUT/cases.")
 @click.option("--require-coverage", is_flag=True,
               help="Fail (exit 1) when a recovery branch the agent declares was never reached.")
+@click.option("--line-coverage", is_flag=True,
+              help="Measure line and branch coverage of the agent's code in recovery incarnations "
+                   "(coverage.py); HTML in OUT/coverage.")
 def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
         spawn: str, depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool,
-        require_coverage: bool) -> None:
+        require_coverage: bool, line_coverage: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
         shard_spec = parse_shard(shard) if shard else None
@@ -137,8 +146,13 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         progress.update(result.ok, known)
 
     interrupted = False
+    coverage_dir = out_dir / "coverage-data" if line_coverage else None
+    if coverage_dir is not None:
+        shutil.rmtree(coverage_dir, ignore_errors=True)
+        coverage_dir.mkdir(parents=True)
     with _runner_config(agent, timeout, fsync == "on", keep, spawn,
-                        work=(out_dir / "cases") if keep else None) as runner_config:
+                        work=(out_dir / "cases") if keep else None,
+                        coverage_dir=coverage_dir) as runner_config:
         matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
                                      jobs=jobs, shard=shard_spec, scenario_dirs=list(dirs)))
         try:
@@ -148,6 +162,10 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         finally:
             progress.close()
             writer.close()
+    lines = combine_and_report(coverage_dir, out_dir) if coverage_dir is not None else None
+    if lines is not None:
+        click.echo(f"line+branch coverage of the agent in recovery incarnations: {lines.percent}% "
+                   f"({lines.data_files} recoveries; HTML: {lines.html_dir}/index.html)", err=True)
     results = load_results(out_dir / RESULTS_FILE) if progress.done else []
     if results:
         write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None)

@@ -74,6 +74,7 @@ def _damage(path: Path) -> str | None:
 
 def load_results(path: Path) -> list[CaseResult]:
     """`load`, plus the checks it leaves out (encoding, JSON that is not an object, field types)."""
+    path = resolve_results_path(path)
     try:
         results = load(path)
     except ResultsError:

@@ -45,6 +45,9 @@ class RunnerConfig:
     keep: bool = False
     settle: bool = True
     spawner: Spawner | None = None  # None: a fresh interpreter per incarnation
+    # With --line-coverage: recovery incarnations save coverage data of this package here.
+    coverage_dir: Path | None = None
+    coverage_source: str = "agent"
 
 
 def case_dir_name(case: Case) -> str:
@@ -122,7 +125,12 @@ class CaseRunner:
                 record.settle = index == case.depth + 2
                 incarnations.append(record)
                 step = case.schedule[index - 1] if index <= case.depth else None
-                self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir)
+                cover = None
+                if accepted and cfg.coverage_dir is not None:
+                    data = cfg.coverage_dir / f".coverage.{case_key}.{index}"
+                    cover = (data, cfg.coverage_source)
+                self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
+                                  cover)
                 if record.timed_out or record.nondeterministic:
                     break
                 # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles.
@@ -155,7 +163,7 @@ class CaseRunner:
 
     def _incarnation(self, args: list[str], spec: LaunchSpec, record: IncarnationRecord,
                      step: Any, scenario: Scenario, deliveries: list[Delivery],
-                     deadline: float, case_dir: Path) -> None:
+                     deadline: float, case_dir: Path, cover: tuple[Path, str] | None) -> None:
         env = dict(os.environ)
         # Scenario commands say `python`: make that the interpreter running the harness (it has
         # the project's dependencies, e.g. pytest), whether or not a virtualenv is activated.
@@ -164,7 +172,7 @@ class CaseRunner:
         started = time.monotonic()
         adapter = self.config.adapter
         launch = Launch(module=adapter.module, entry=adapter.entry, args=args, cwd=case_dir, env=env,
-                        output=case_dir / f"inc{record.index}.log")
+                        output=case_dir / f"inc{record.index}.log", coverage=cover)
         with Incarnation(launch, self.config.spawner) as inc:
             try:
                 while (event := inc.next_event(deadline)) is not None:

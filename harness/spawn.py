@@ -28,6 +28,8 @@ class Launch:
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)
     output: Path | None = None  # stdout and stderr go here (else /dev/null)
+    # Run under coverage.py measuring this package, saving to this data file on a normal exit.
+    coverage: tuple[Path, str] | None = None
 
 
 class Process(Protocol):
@@ -60,8 +62,13 @@ class FreshSpawner:
         env = {**launch.env, **probe_env(*probe_fds)}
         out = launch.output.open("ab") if launch.output else None
         try:
+            argv = [sys.executable, "-m", launch.module, *launch.args]
+            if launch.coverage is not None:
+                data, source = launch.coverage
+                argv = [sys.executable, "-m", "harness.covered", str(data), source, launch.entry,
+                        *launch.args]
             return subprocess.Popen(
-                [sys.executable, "-m", launch.module, *launch.args],
+                argv,
                 env=env,
                 cwd=launch.cwd,
                 stdin=subprocess.DEVNULL,

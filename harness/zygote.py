@@ -98,7 +98,9 @@ class Zygote:
                 self._next_id += 1
                 request_id = self._next_id
                 request = {"id": request_id, "module": launch.module, "entry": launch.entry,
-                           "args": launch.args, "cwd": str(launch.cwd), "env": launch.env}
+                           "args": launch.args, "cwd": str(launch.cwd), "env": launch.env,
+                           "coverage": [str(launch.coverage[0]), launch.coverage[1]]
+                           if launch.coverage else None}
                 socket.send_fds(self._sock, [json.dumps(request).encode()], [*probe_fds, out])
                 while request_id not in self._replies:
                     if self._closed:

@@ -47,8 +47,14 @@ def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> N
         os.environ["CRASHMATRIX_PROBE"] = f"fd:{probe_r},{probe_w}"
         module_name, _, func = request["entry"].partition(":")
         sys.argv = [request["module"], *request["args"]]
-        entry = getattr(importlib.import_module(module_name), func)
-        code = int(entry(list(request["args"])) or 0)
+        if request.get("coverage"):
+            from harness.covered import run  # noqa: PLC0415 - only with --line-coverage
+
+            data_file, source = request["coverage"]
+            code = run(data_file, source, request["entry"], list(request["args"]))
+        else:
+            entry = getattr(importlib.import_module(module_name), func)
+            code = int(entry(list(request["args"])) or 0)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except BaseException:

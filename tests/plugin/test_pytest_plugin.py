@@ -60,7 +60,7 @@ def test_one_test_per_case_with_case_ids(pytester: pytest.Pytester) -> None:
     ids = [line for line in collected.outlines if line.startswith("crashmatrix::")]
     assert ids[0] == "crashmatrix::tiny/none"
     assert [i for i in ids if re.fullmatch(r"crashmatrix::tiny/\d\d:effect.after:read/kill", i)]
-    assert all(re.fullmatch(r"crashmatrix::tiny/(none|\d\d:[a-z.]+:\S+/kill)", i) for i in ids)
+    assert all(re.fullmatch(r"crashmatrix::tiny/(none|\d\d:[a-z.]+:\S+/(kill|torn))", i) for i in ids)
     again = pytester.runpytest_subprocess(*_args(d), "--collect-only", "-q")
     assert [line for line in again.outlines if line.startswith("crashmatrix::")] == ids, "stable"
     run = pytester.runpytest_subprocess(*_args(d), "-n", "2")

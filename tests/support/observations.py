@@ -339,14 +339,14 @@ def recover_unknown(b: ObservationBuilder, run_id: str, result_id: str) -> str:
     return b.resume(run_id, [b.unknown(run_id, result_id, APPEND)], attempt=1)
 
 
-def finish(b: ObservationBuilder, run_id: str, *, settle: bool = True) -> None:
-    """The model reads the file (the line is there), runs the tests and answers."""
+def finish(b: ObservationBuilder, run_id: str) -> None:
+    """The model reads the file (the line is there), runs the tests and answers; then the
+    runner's settle incarnation finds nothing to do."""
     b.turn(run_id, READ)
     b.turn(run_id, BASH)
     b.ask(run_id, text=ANSWER)
     b.exit(0)
-    if settle:
-        b.settle()
+    b.settle()
 
 
 def changelog_builder() -> ObservationBuilder:
@@ -375,10 +375,11 @@ def lying_success_builder() -> ObservationBuilder:
 
 def rerun_builder(call: Call = APPEND, *, kill_at: BoundaryKind = K.COMMIT_AFTER,
                   policies: dict[str, str] | None = None) -> ObservationBuilder:
-    """Incarnation 2 is killed around `call`'s effect; incarnation 3 re-runs it by recovery.
+    """The incarnation running `call` is killed around its effect; the next one re-runs it.
 
-    `call` is append_note (then incarnation 1 makes it and is killed) or read (then the baseline
-    runs to the read, and incarnation 2 is killed there). `kill_at` is commit.after (of its
+    For append_note, incarnation 1 is killed and incarnation 2 re-runs it (whatever its policy:
+    the builder plays an agent that breaks the rule). For read, the baseline runs on to the read,
+    incarnation 2 is killed there and incarnation 3 re-runs it. `kill_at` is commit.after (of its
     tool_started), effect.before or effect.after.
     """
     b = ObservationBuilder()

@@ -1,0 +1,36 @@
+"""Runs an agent entry point under coverage.py, saving data only when the process ends normally.
+
+A killed incarnation writes no coverage data (it never reaches `save`); a recovery that runs to
+its end does. `python -m harness.covered DATA_FILE SOURCE ENTRY ARGS...` in fresh mode; the
+zygote calls `run` in fork mode.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import coverage
+
+
+def run(data_file: str, source: str, entry: str, args: list[str]) -> int:
+    cov = coverage.Coverage(data_file=data_file, branch=True, source=[source])
+    cov.start()
+    try:
+        module_name, _, func = entry.partition(":")
+        code = int(getattr(importlib.import_module(module_name), func)(args) or 0)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        cov.stop()
+        cov.save()
+    return code
+
+
+def main() -> None:
+    data_file, source, entry, *args = sys.argv[1:]
+    sys.exit(run(data_file, source, entry, args))
+
+
+if __name__ == "__main__":
+    main()

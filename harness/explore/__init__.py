@@ -1,0 +1,14 @@
+"""Exploration: Hypothesis-generated scenarios and crash schedules, shrunk failures, repro files."""
+
+from harness.explore.command import explore
+from harness.explore.repro import (
+    Repro,
+    ReproFileError,
+    load_repro_file,
+    read_repro,
+    repro_command,
+    run_repro,
+)
+
+__all__ = ["Repro", "ReproFileError", "explore", "load_repro_file", "read_repro", "repro_command",
+           "run_repro"]

@@ -1,0 +1,135 @@
+"""`crashmatrix explore`: search generated scenarios and crash schedules for a failing case."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from fakes import FakeProvider
+from harness.exitcodes import Exit
+from harness.explore.agents import DEFAULT_AGENT, AgentChoiceError, label, resolve_adapter
+from harness.explore.report import describe_finding, summary_json, summary_line
+from harness.explore.repro import repro_command, repro_data, write_repro
+from harness.explore.search import SearchConfig, SearchResult, search
+from harness.explore.trial import CaseCache, Finding
+from harness.runner import CaseRunner, RunnerConfig
+from harness.spawn import SpawnMode, make_spawner
+
+DEFAULT_OUT = "crashmatrix-out"
+DEFAULT_EXAMPLES = 100
+CI_EXAMPLES = 25  # CI runs derandomized with a small budget; --examples for longer runs
+CI_SEED = 0
+
+
+def _fail(message: str, code: Exit) -> None:
+    click.echo(f"crashmatrix: error: {message}", err=True)
+    sys.exit(int(code))
+
+
+class _Progress:
+    """A one-line count on stderr, only when stderr is a terminal (CI logs stay clean)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.enabled = sys.stderr.isatty()
+        self.shown = False
+
+    def __call__(self, done: int) -> None:
+        if self.enabled:
+            click.echo(f"\rexplore: {done}/{self.total} examples ", err=True, nl=False)
+            self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            click.echo("", err=True)
+
+
+def repro_path(out: Path, finding: Finding) -> Path:
+    digest = hashlib.sha1(finding.case.case_id.encode()).hexdigest()[:8]
+    return out / f"explore-{finding.case.scenario}-{digest}.json"
+
+
+def _run(config: SearchConfig, agent: str, mutant: str | None, timeout: float) -> SearchResult:
+    adapter = resolve_adapter(agent, mutant)
+    # The zygote starts first, before this process has any thread, so it forks clean children.
+    spawner = make_spawner(SpawnMode.FORK, list(adapter.preload))
+    progress = _Progress(config.examples)
+    try:
+        with FakeProvider() as provider, tempfile.TemporaryDirectory(prefix="crashmatrix-explore-") as tmp:
+            runner = CaseRunner(RunnerConfig(adapter=adapter, provider=provider, work_root=Path(tmp),
+                                             case_timeout_s=timeout, spawner=spawner))
+            return search(CaseCache(runner, adapter.name), config, progress)
+    finally:
+        progress.close()
+        spawner.close()
+
+
+@click.command("explore")
+@click.option("--examples", type=click.IntRange(1), default=None, metavar="N",
+              help=f"Examples to generate (default {DEFAULT_EXAMPLES}; {CI_EXAMPLES} when CI is set).")
+@click.option("--seed", type=int, default=None, metavar="S",
+              help="Seed of the search (default: random; 0 when CI is set, i.e. derandomized).")
+@click.option("--agent", default=DEFAULT_AGENT, show_default=True, help="Adapter of the agent under test.")
+@click.option("--mutant", default=None, metavar="NAME",
+              help="Explore a mutant of the durable agent instead (see `crashmatrix mutants`).")
+@click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 2),
+              help="Independent searches run side by side (seeds S, S+1), sharing the budget.")
+@click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False),
+              help="Where the repro file of a failure is written.")
+@click.option("--timeout", default=30.0, show_default=True, metavar="S",
+              help="Per-case deadline; an agent that exceeds it is a liveness violation.")
+@click.option("--shrink-time", default=300.0, show_default=True, metavar="S",
+              help="Stop shrinking a failure after S seconds and report the smallest found so far.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON summary object on stdout.")
+@click.pass_context
+def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: str, mutant: str | None,
+            jobs: int, out: str, timeout: float, shrink_time: float, as_json: bool) -> None:
+    """Generate scenarios and crash schedules (1-3 crashes, recovery included) with Hypothesis;
+    shrink the first failure, write a repro file and print the command that replays it.
+
+    Exit codes: 0 nothing found, 1 a failure found, 2 usage error, 3 harness error.
+    """
+    if mutant is not None and ctx.get_parameter_source("agent") is not click.core.ParameterSource.DEFAULT:
+        _fail("--agent and --mutant are exclusive (a mutant is a variant of the durable agent)",
+              Exit.USAGE)
+    ci = bool(os.environ.get("CI"))
+    budget = examples if examples is not None else (CI_EXAMPLES if ci else DEFAULT_EXAMPLES)
+    chosen_seed = seed if seed is not None else (CI_SEED if ci else random.getrandbits(32))
+    config = SearchConfig(examples=budget, seed=chosen_seed, jobs=jobs, ci=ci, shrink_seconds=shrink_time)
+    who = label(agent, mutant)
+    try:
+        result = _run(config, agent, mutant, timeout)
+    except AgentChoiceError as exc:
+        _fail(str(exc), Exit.USAGE)
+        return
+    except KeyboardInterrupt:
+        _fail("interrupted", Exit.HARNESS)
+        return
+    if result.error is not None:
+        _fail(f"harness error: {result.error}", Exit.HARNESS)
+    finding = result.finding
+    file: Path | None = None
+    if finding is not None:
+        file = write_repro(repro_path(Path(out), finding), repro_data(finding, agent, mutant, chosen_seed))
+    command = repro_command(file) if file is not None else None
+    if as_json:
+        click.echo(json.dumps(summary_json(result, agent, mutant, chosen_seed,
+                                           str(file) if file else None, command), ensure_ascii=False))
+    else:
+        click.echo(summary_line(result, who, chosen_seed))
+        if finding is None:
+            click.echo("no failure found")
+        else:
+            click.echo(f"FAILED; shrunk over {result.shrink_examples} more example(s)")
+            for line in describe_finding(finding):
+                click.echo(line)
+            click.echo(f"repro file: {file}")
+            click.echo(f"reproduce: {command}")
+    sys.exit(int(Exit.HELD if finding is None else Exit.VIOLATIONS))

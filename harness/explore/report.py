@@ -1,0 +1,51 @@
+"""What explore prints: the minimal failing case for a person, and the JSON summary. Pure."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.explore.search import SearchResult
+from harness.explore.trial import Finding
+from harness.verify.violation import short
+
+
+def _plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def describe_finding(finding: Finding) -> list[str]:
+    """The case in a few lines: its tool calls, its crash schedule and what broke."""
+    plan = finding.plan
+    lines = [f"minimal case: {finding.case.case_id}",
+             f"  {_plural(finding.calls, 'tool call')} in {_plural(len(plan.turns), 'turn')}"
+             f"{' (and one asked for by an input)' if plan.input_action() else ''}:"]
+    lines += [f"    {line}" for line in plan.describe()]
+    lines.append(f"  {_plural(finding.crashes, 'crash', 'crashes')}"
+                 + (":" if finding.crashes else " (the crash-free run already fails)"))
+    for inc, step in enumerate(finding.case.schedule, 1):
+        where = "the first run" if inc == 1 else "recovery"
+        lines.append(f"    incarnation {inc} ({where}), event {step.n} {step.point}: {step.fault.value}")
+    r = finding.result
+    lines.append(f"  verdict: {r.verdict.value}" + (f" ({r.note})" if r.note else ""))
+    for v in r.violations:
+        lines.append(f"    {v['invariant']}: {short(v['message'], 200)}")
+    return lines
+
+
+def summary_line(result: SearchResult, who: str, seed: int) -> str:
+    rate = result.cases / result.seconds if result.seconds > 0 else 0.0
+    return (f"explore ({who}, seed {seed}): {_plural(result.examples, 'example')}, "
+            f"{_plural(result.cases, 'case')} in {result.seconds:.1f}s ({rate:.1f} cases/s)")
+
+
+def summary_json(result: SearchResult, agent: str, mutant: str | None, seed: int,
+                 file: str | None, command: str | None) -> dict[str, Any]:
+    found: dict[str, Any] | None = None
+    if result.finding is not None:
+        f = result.finding
+        found = {"case": f.case.case_id, "verdict": f.result.verdict.value,
+                 "invariants": f.result.invariants, "calls": f.calls, "crashes": f.crashes,
+                 "file": file, "repro": command}
+    return {"agent": agent, "mutant": mutant, "seed": seed, "examples": result.examples,
+            "cases": result.cases, "seconds": round(result.seconds, 1),
+            "shrink_examples": result.shrink_examples, "found": found}

@@ -1,0 +1,95 @@
+"""Hypothesis strategies: plans (turns, policies, faults, an input or a cancel) and crash draws.
+
+Everything shrinks toward the simplest thing: one turn of one read, default policies, no fault,
+no interrupt, one crash at the first event. Crash points are drawn as plain numbers and mapped
+onto the traces only when the case runs (see schedule.py), since event numbers are not known
+before.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from harness.case import FaultKind as CrashFault
+from harness.explore.plan import (
+    Action,
+    ActionKind,
+    Care,
+    FaultSpec,
+    Interrupt,
+    InterruptKind,
+    Plan,
+)
+from harness.explore.schedule import Draw
+from scenarios.model import FaultKind, Policy
+
+MAX_TURNS = 3
+MAX_PARALLEL = 2  # calls in one assistant message
+MAX_FAULTS = 2  # below the agent's default of three retries, so a run never fails of them
+MAX_CRASHES = 3  # at most the default resume budget, so a correct run is never aborted
+MAX_INDEX = 63
+# Timeouts are left out: they cost the agent's whole provider timeout, and a short timeout
+# would make a slow machine look like a fault.
+PROVIDER_FAULTS = (FaultKind.HTTP_500, FaultKind.HTTP_429, FaultKind.DROP)
+
+
+def _number(shape: list[list[tuple[ActionKind, Care]]]) -> tuple[tuple[Action, ...], ...]:
+    """Slots in call order. Bash results share one result key (bash has no path), so the
+    progress of two bash calls cannot be told apart: a second bash becomes a write."""
+    turns: list[tuple[Action, ...]] = []
+    slot = 0
+    seen_bash = False
+    for turn in shape:
+        actions = []
+        for drawn, care in turn:
+            kind = ActionKind.WRITE if drawn is ActionKind.BASH and seen_bash else drawn
+            seen_bash = seen_bash or drawn is ActionKind.BASH
+            actions.append(Action(kind, slot, care if kind is ActionKind.APPEND else Care.CHECK))
+            slot += 1
+        turns.append(tuple(actions))
+    return tuple(turns)
+
+
+def boundaries(turns: tuple[tuple[Action, ...], ...], kind: InterruptKind) -> list[str]:
+    """Where an interrupt may arrive. An input must surely arrive before the run completes, so
+    only boundaries every crash schedule reaches qualify; a cancel may arrive anywhere."""
+    found = ["inbox.poll", "provider.after:reply"]
+    for turn in turns:
+        for a in turn:
+            if kind is InterruptKind.CANCEL or a.guaranteed:
+                point = f"effect.after:{a.tool.value}"
+                if point not in found:
+                    found.append(point)
+    return found
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> Plan:
+    action = st.tuples(st.sampled_from(ActionKind), st.sampled_from(Care))
+    shape = draw(st.lists(st.lists(action, min_size=1, max_size=MAX_PARALLEL),
+                          min_size=1, max_size=MAX_TURNS))
+    turns = _number(shape)
+    faults = draw(st.lists(st.builds(FaultSpec, st.sampled_from(PROVIDER_FAULTS),
+                                     st.integers(0, len(turns))), max_size=MAX_FAULTS))
+    interrupt = None
+    kind = draw(st.none() | st.sampled_from(InterruptKind))
+    if kind is not None:
+        interrupt = Interrupt(kind, draw(st.sampled_from(boundaries(turns, kind))))
+    policy = st.sampled_from(Policy)
+    return Plan(turns=turns, read_policy=draw(policy), read_restart_policy=draw(policy),
+                write_policy=draw(st.sampled_from((Policy.NEVER, Policy.SAFE))),
+                faults=tuple(faults), interrupt=interrupt)
+
+
+def _fault(k: int) -> CrashFault:
+    # One draw in four tears the write instead of killing at an event.
+    return CrashFault.TORN if k == 3 else CrashFault.KILL
+
+
+def draws() -> st.SearchStrategy[tuple[Draw, ...]]:
+    step = st.builds(Draw, st.integers(0, MAX_INDEX), st.integers(0, 3).map(_fault))
+    return st.lists(step, min_size=1, max_size=MAX_CRASHES).map(tuple)
+
+
+def examples() -> st.SearchStrategy[tuple[Plan, tuple[Draw, ...]]]:
+    return st.tuples(plans(), draws())

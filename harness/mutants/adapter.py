@@ -1,0 +1,42 @@
+"""The adapter for a mutant: our durable agent's adapter, started through the mutant launcher."""
+
+from __future__ import annotations
+
+from harness.adapter import DurableAgentAdapter, LaunchSpec
+from harness.mutants.catalogue import MutantName
+from harness.transcript import Transcript
+
+
+class MutantAdapter:
+    """Everything as for the durable agent (store, inbox, branches), except how it is started."""
+
+    module = "harness.mutants.launch"
+    entry = "harness.mutants.launch:main"
+    # The zygote imports the catalogue once; each forked child applies its own mutant's patch.
+    preload: tuple[str, ...] = (*DurableAgentAdapter.preload, "harness.mutants.launch")
+
+    def __init__(self, mutant: MutantName) -> None:
+        self.mutant = mutant
+        self.name = f"mutant:{mutant.value}"
+        self._agent = DurableAgentAdapter()
+
+    def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
+        return [self.mutant.value, *self._agent.start_args(spec, task)]
+
+    def recover_args(self, spec: LaunchSpec) -> list[str]:
+        return [self.mutant.value, *self._agent.recover_args(spec)]
+
+    def deliver(self, spec: LaunchSpec, kind: str, item_id: str, text: str) -> None:
+        self._agent.deliver(spec, kind, item_id, text)
+
+    def env(self) -> dict[str, str]:
+        return self._agent.env()
+
+    def tear(self, spec: LaunchSpec) -> None:
+        self._agent.tear(spec)
+
+    def read_transcript(self, spec: LaunchSpec) -> Transcript:
+        return self._agent.read_transcript(spec)
+
+    def declared_branches(self) -> tuple[str, ...]:
+        return self._agent.declared_branches()

@@ -1,0 +1,130 @@
+"""The mutant catalogue: each faulty agent, the real failure class it stands for, and its killers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from enum import StrEnum
+from types import MappingProxyType
+
+from harness.mutants import loop_faults as L
+from harness.mutants import recovery_faults as F
+from harness.mutants.naive import messages_only
+from harness.mutants.patching import Patcher, PatchFn
+
+
+class MutantName(StrEnum):
+    RERUN_NEVER = "rerun-never"
+    CURRENT_POLICY_ONLY = "current-policy-only"
+    NO_TOOL_STARTED = "no-tool-started"
+    RESUME_FINISHED = "resume-finished"
+    VOLATILE_INBOX = "volatile-inbox"
+    VOLATILE_RESUME_COUNT = "volatile-resume-count"
+    SPLIT_RECOVERY_COMMIT = "split-recovery-commit"
+    VOLATILE_STOP = "volatile-stop"
+    SESSION_CALL_IDS = "session-call-ids"
+    RESEND_TASK = "resend-task"
+    BARE_CONTINUE = "bare-continue"
+    MESSAGES_ONLY = "messages-only"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: MutantName
+    failure: str  # one sentence: the real failure class it stands for
+    patch: PatchFn
+    # Scenarios expected to kill it, the likeliest first (a focused matrix; every built-in is
+    # the fallback when they do not).
+    scenarios: tuple[str, ...]
+    # A condition the fault needs that no scenario can set up yet; applied with the patch.
+    environment: PatchFn | None = None
+
+
+def _m(name: MutantName, failure: str, patch: PatchFn, *scenarios: str,
+       environment: PatchFn | None = None) -> Mutant:
+    return Mutant(name, failure, patch, scenarios, environment)
+
+
+N = MutantName
+CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
+    _m(N.RERUN_NEVER,
+       "Recovery re-executes every interrupted tool call, so a non-idempotent effect (an append, "
+       "a payment, a deploy) happens twice after a crash.",
+       F.rerun_never, "changelog-fast", "parallel-calls"),
+    _m(N.CURRENT_POLICY_ONLY,
+       "Recovery trusts only the replay policy registered now, so a call started as never-replay "
+       "is re-run once an operator or an upgrade marks its tool safe.",
+       F.current_policy_only, "policy-loosened"),
+    _m(N.NO_TOOL_STARTED,
+       "The agent never records that a call started, so after a crash a call whose effect may "
+       "already have happened looks unstarted and runs again.",
+       F.no_tool_started, "changelog-fast"),
+    _m(N.RESUME_FINISHED,
+       "Recovery resumes the latest run whatever its outcome, so a completed, cancelled or "
+       "tool-stopped run wakes up and acts again.",
+       F.resume_finished, "finished", "tool-stop", "cancel"),
+    _m(N.VOLATILE_INBOX,
+       "User input is taken off the queue into memory before it is saved, so a crash in between "
+       "loses it.",
+       L.volatile_inbox, "queued-input"),
+    _m(N.VOLATILE_RESUME_COUNT,
+       "The resume counter lives in process memory, so a run that dies at the same step on every "
+       "restart is resumed forever.",
+       F.volatile_resume_count, "budget"),
+    _m(N.SPLIT_RECOVERY_COMMIT,
+       "Recovery is not atomic: it closes the interrupted run in one write and saves the repair "
+       "results in a later one, so results land on a run that already ended, or are lost between.",
+       F.split_recovery_commit, "safe-read-rerun", "changelog-fast"),
+    _m(N.VOLATILE_STOP,
+       "A tool's request to stop is held in memory, not saved with its result, so a crash before "
+       "the run is closed resumes a run that was told to stop.",
+       L.volatile_stop, "tool-stop"),
+    _m(N.SESSION_CALL_IDS,
+       "Results are matched to calls by id across the whole session; with a provider that reuses "
+       "call ids, an old result answers a new call, which is then never run nor repaired.",
+       F.session_call_ids, "changelog-fast", "multi-turn",
+       environment=F.per_response_call_ids),
+    _m(N.RESEND_TASK,
+       "On resume the agent sends the original task again, so the model starts the job over on "
+       "top of the work already done.",
+       L.resend_task, "safe-read-rerun", "changelog-fast"),
+    _m(N.BARE_CONTINUE,
+       "On resume the agent adds a bare \"continue\" user message, words the user never said that "
+       "the model then acts on.",
+       L.bare_continue, "safe-read-rerun", "changelog-fast"),
+    _m(N.MESSAGES_ONLY,
+       "A framework that persists the message history but has no recovery rules re-runs whatever "
+       "has no result and resumes whatever is open.",
+       messages_only, "changelog-fast"),
+)})
+
+
+class UnknownMutant(KeyError):
+    pass
+
+
+def get(name: str) -> Mutant:
+    try:
+        return CATALOGUE[MutantName(name)]
+    except ValueError:
+        raise UnknownMutant(f"unknown mutant {name!r}; known: {', '.join(CATALOGUE)}") from None
+
+
+def apply(mutant: Mutant, patcher: Patcher | None = None) -> Patcher:
+    """Install the mutant's environment and fault on the agent's modules (for good, by default)."""
+    p = patcher or Patcher()
+    if mutant.environment is not None:
+        mutant.environment(p)
+    mutant.patch(p)
+    return p
+
+
+@contextmanager
+def applied(mutant: Mutant) -> Iterator[None]:
+    """The mutant's patch for the duration of a block, in this process (for tests)."""
+    p = apply(mutant, Patcher())
+    try:
+        yield
+    finally:
+        p.undo()

@@ -1,0 +1,117 @@
+"""Hunts mutants: a focused crash matrix per mutant, level by level, until a case kills it."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fakes import FakeProvider
+from harness.case import Case
+from harness.enumeration import crash_loop_extension, single_crash_cases
+from harness.incarnation import kill_all
+from harness.matrix import Matrix, MatrixConfig
+from harness.mutants.adapter import MutantAdapter
+from harness.mutants.catalogue import CATALOGUE, MutantName
+from harness.mutants.ordered import first_failure, run_until_failure
+from harness.results import CaseResult, Verdict
+from harness.runner import RunnerConfig
+from harness.spawn import SpawnMode, make_spawner
+from scenarios import Scenario, load_builtin
+
+JUDGED = (Verdict.PASS, Verdict.FAIL)  # verdicts whose trace can be extended
+
+
+@dataclass(frozen=True)
+class Hunt:
+    """How one mutant fared: the first case (in enumeration order) that killed it, if any."""
+
+    mutant: MutantName
+    killed: bool
+    case: str | None = None
+    invariant: str | None = None  # the first violation's invariant, in the verifier's order
+    cases: int = 0  # cases run
+    focused: bool = True  # killed within the catalogue's scenarios (else by the fallback)
+    unjudged: int = 0  # cases that ended nondeterministic or in a harness error
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mutant": self.mutant.value, "killed": self.killed, "case": self.case,
+                "invariant": self.invariant}
+
+
+def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
+               by_name: Mapping[str, Scenario]) -> list[Case]:
+    """Recordings give single crashes; a crash gives its crash-loop schedule (`[matrix]
+    crash_loop`), as `crashmatrix run` enumerates them at its default depth."""
+    out: list[Case] = []
+    for case, result in zip(cases, results, strict=True):
+        if result is None or result.verdict not in JUDGED or not result.trace:
+            continue
+        if case.depth == 0:
+            out += single_crash_cases(case.scenario, result.trace[0])
+            continue
+        loop = crash_loop_extension(case, result.trace, by_name[case.scenario].matrix.crash_loop)
+        if loop is not None:
+            out.append(loop)
+    return out
+
+
+def hunt(mutant: MutantName, scenarios: Sequence[Scenario], runner: RunnerConfig,
+         jobs: int) -> Hunt:
+    """Run the mutant's matrix over `scenarios`: all recordings, then all single crashes, then
+    crash loops; each level in scenario order, then crash-point order; stop at the first kill."""
+    matrix = Matrix(MatrixConfig(scenarios=list(scenarios), runner=runner, jobs=jobs))
+    by_name = {s.name: s for s in scenarios}
+
+    def abort() -> None:
+        matrix.stop.set()
+        kill_all()
+
+    cases: list[Case] = [Case(s.name) for s in scenarios]
+    run = unjudged = 0
+    while cases:
+        results = run_until_failure(matrix.run_case, cases, jobs, abort)
+        done = [r for r in results if r is not None]
+        run += len(done)
+        unjudged += sum(1 for r in done if r.verdict not in JUDGED)
+        killer = first_failure(results)
+        if killer is not None:
+            return Hunt(mutant, True, killer.case, str(killer.violations[0]["invariant"]), run,
+                        unjudged=unjudged)
+        cases = next_level(cases, results, by_name)
+    return Hunt(mutant, False, cases=run, unjudged=unjudged)
+
+
+def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = SpawnMode.FORK,
+             timeout_s: float = 30.0, work: Path | None = None,
+             on_hunt: Callable[[Hunt], None] | None = None) -> list[Hunt]:
+    """Hunt each mutant in turn (cases of one mutant run in parallel), sharing one fake provider
+    and one zygote: the zygote holds no patch, each forked child applies its own. Cases run
+    under `work` (default: a temporary directory) and are deleted as they finish."""
+    builtins = load_builtin()
+    # The zygote starts before the fake provider's threads exist, so it forks clean children.
+    spawner = make_spawner(spawn, list(MutantAdapter.preload))
+    out: list[Hunt] = []
+    try:
+        with FakeProvider() as provider, tempfile.TemporaryDirectory(prefix="crashmatrix-mutants-") as tmp:
+            for name in names:
+                runner = RunnerConfig(adapter=MutantAdapter(name), provider=provider,
+                                      work_root=(work or Path(tmp)) / name.value,
+                                      case_timeout_s=timeout_s, spawner=spawner)
+                focused = [builtins[s] for s in CATALOGUE[name].scenarios]
+                found = hunt(name, focused, runner, jobs)
+                if not found.killed:
+                    # The catalogue's guess missed: every other built-in gets its chance.
+                    rest = [s for n, s in sorted(builtins.items()) if n not in CATALOGUE[name].scenarios]
+                    more = hunt(name, rest, runner, jobs)
+                    found = Hunt(name, more.killed, more.case, more.invariant,
+                                 found.cases + more.cases, focused=False,
+                                 unjudged=found.unjudged + more.unjudged)
+                out.append(found)
+                if on_hunt is not None:
+                    on_hunt(found)
+    finally:
+        spawner.close()
+    return out

@@ -1,0 +1,67 @@
+"""`crashmatrix mutants`: the matrix and the verifier kill every mutant of the catalogue."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.mutants.catalogue import CATALOGUE, MutantName
+from harness.mutants.hunt import hunt_all
+from harness.spawn import SpawnMode
+
+pytestmark = pytest.mark.crash
+COMMAND = [sys.executable, "-c", "from harness.mutants import mutants; mutants()"]
+
+
+def leftovers(root: Path) -> list[str]:
+    """Processes still working under `root` (a forked agent's command line is the zygote's, so
+    its working directory, the case directory, is what gives it away)."""
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            where = p.cwd()
+        except (psutil.Error, OSError):
+            continue
+        cmd = " ".join(p.info["cmdline"] or [])
+        if p.pid != os.getpid() and (str(root) in where or str(root) in cmd):
+            found.append(f"{p.pid}: {cmd[:120]}")
+    return found
+
+
+def test_every_mutant_is_killed_by_its_own_scenarios(tmp_path: Path) -> None:
+    hunts = hunt_all(list(MutantName), jobs=2, work=tmp_path)
+    survivors = [h.mutant.value for h in hunts if not h.killed]
+    assert survivors == [], f"mutants survived: {survivors}"
+    for h in hunts:
+        assert h.focused, f"{h.mutant} was killed only by the fallback ({h.case})"
+        assert h.case is not None and h.case.split("/")[0] in CATALOGUE[h.mutant].scenarios
+        assert h.invariant, h
+        assert h.unjudged == 0, h
+    assert leftovers(tmp_path) == []
+
+
+def test_the_command_prints_json_and_exits_0_when_all_are_killed_in_either_spawn_mode() -> None:
+    for spawn in SpawnMode:
+        proc = subprocess.run([*COMMAND, "--mutant", "resume-finished", "--json", "--spawn", spawn.value],
+                              capture_output=True, text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == [{"mutant": "resume-finished", "killed": True,
+                                            "case": "finished/none",
+                                            "invariant": "finished-stays-finished"}]
+        assert "mutant resume-finished: killed by finished/none" in proc.stderr
+
+
+def test_the_table_names_mutant_verdict_case_and_invariant() -> None:
+    proc = subprocess.run([*COMMAND, "--mutant", "bare-continue", "--mutant", "resume-finished"],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    header, rule, *rows = proc.stdout.splitlines()
+    assert header.split() == ["mutant", "verdict", "first", "killing", "case", "invariant"]
+    assert [r.split()[:2] for r in rows] == [["bare-continue", "killed"], ["resume-finished", "killed"]]
+    assert rows[0].split()[-1] == "continuation"

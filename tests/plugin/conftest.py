@@ -1,3 +1,0 @@
-"""The plugin tier runs pytest in pytest (pytester)."""
-
-pytest_plugins = ["pytester"]
