@@ -15,6 +15,7 @@ from fakes import FakeProvider
 from harness.bench import bench
 from harness.commands import COMMANDS
 from harness.exitcodes import Exit
+from harness.mutants import mutants
 from scenarios import ScenarioError, resolve
 
 # The case key the standalone server uses; the URL it prints ends in /<key>/v1.
@@ -85,5 +86,5 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
 
 
 # The matrix commands live in harness.commands; registered here so `main` is the one entry point.
-for _command in [*COMMANDS, bench]:
+for _command in [*COMMANDS, bench, mutants]:
     main.add_command(_command)

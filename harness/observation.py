@@ -36,6 +36,7 @@ class Request:
     messages: list[dict[str, Any]]
     status: int
     fault: str | None = None
+    error_type: str | None = None  # the error body's type, when the provider refused the request
 
 
 @dataclass(frozen=True)

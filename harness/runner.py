@@ -67,8 +67,11 @@ def snapshot(root: Path) -> dict[str, str]:
 
 def _request(index: int, raw: Any) -> Request:
     data = raw.to_json() if hasattr(raw, "to_json") else dict(raw)
+    body = data.get("error") or {}
+    error = body.get("error") if isinstance(body, dict) else None
     return Request(index=index, messages=list(data.get("messages") or []),
-                   status=int(data.get("status") or 0), fault=data.get("fault"))
+                   status=int(data.get("status") or 0), fault=data.get("fault"),
+                   error_type=error.get("type") if isinstance(error, dict) else None)
 
 
 class CaseAborted(Exception):

@@ -29,7 +29,8 @@ def _module(name: str) -> ModuleType | None:
 
 def _mutant_adapter(mutant: str) -> Adapter:
     if _module(MUTANTS) is None:
-        raise AgentChoiceError(f"mutants are not available (no {MUTANTS} package)")
+        raise AgentChoiceError(f"cannot run mutant {mutant!r}: mutants are not available "
+                               f"(no {MUTANTS} package)")
     cls: Any = None
     for where in MUTANT_ADAPTER:
         module = _module(where)
@@ -37,7 +38,8 @@ def _mutant_adapter(mutant: str) -> Adapter:
         if cls is not None:
             break
     if cls is None:
-        raise AgentChoiceError(f"mutants are not available ({MUTANTS} has no MutantAdapter)")
+        raise AgentChoiceError(f"cannot run mutant {mutant!r}: mutants are not available "
+                               f"({MUTANTS} has no MutantAdapter)")
     names: Any = getattr(_module(MUTANT_NAMES), "MutantName", None)
     name: Any = mutant
     if names is not None:

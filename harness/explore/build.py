@@ -46,16 +46,13 @@ def _workspace(plan: Plan) -> dict[str, str]:
 
 
 def _tools(plan: Plan) -> Tools:
-    enabled = plan.tools()
     first: dict[ToolName, Policy] = {}
     restart: dict[ToolName, Policy] = {}
-    if ToolName.READ in enabled:
-        first[ToolName.READ] = plan.read_policy
-        if plan.read_restart_policy is not plan.read_policy:
-            restart[ToolName.READ] = plan.read_restart_policy
-    if ToolName.WRITE in enabled:
-        first[ToolName.WRITE] = plan.write_policy
-    return Tools(enabled, MappingProxyType(first), MappingProxyType(restart))
+    for tool, (at_start, on_restart) in plan.policies().items():
+        first[tool] = at_start
+        if on_restart is not at_start:
+            restart[tool] = on_restart
+    return Tools(plan.tools(), MappingProxyType(first), MappingProxyType(restart))
 
 
 def _task(plan: Plan) -> str:

@@ -15,7 +15,7 @@ import click
 from fakes import FakeProvider
 from harness.exitcodes import Exit
 from harness.explore.agents import DEFAULT_AGENT, AgentChoiceError, label, resolve_adapter
-from harness.explore.report import describe_finding, summary_json, summary_line
+from harness.explore.report import summary_json, text_report
 from harness.explore.repro import repro_command, repro_data, write_repro
 from harness.explore.search import SearchConfig, SearchResult, search
 from harness.explore.trial import CaseCache, Finding
@@ -49,6 +49,16 @@ class _Progress:
     def close(self) -> None:
         if self.shown:
             click.echo("", err=True)
+
+
+def search_config(examples: int | None, seed: int | None, jobs: int, shrink_seconds: float,
+                  env: dict[str, str] | os._Environ[str]) -> SearchConfig:
+    """The budget and seed: as given, else CI's derandomized small run, else a random seed
+    (printed, so the run can be repeated with --seed)."""
+    ci = bool(env.get("CI"))
+    budget = examples if examples is not None else (CI_EXAMPLES if ci else DEFAULT_EXAMPLES)
+    chosen = seed if seed is not None else (CI_SEED if ci else random.getrandbits(32))
+    return SearchConfig(examples=budget, seed=chosen, jobs=jobs, ci=ci, shrink_seconds=shrink_seconds)
 
 
 def repro_path(out: Path, finding: Finding) -> Path:
@@ -99,10 +109,8 @@ def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: s
     if mutant is not None and ctx.get_parameter_source("agent") is not click.core.ParameterSource.DEFAULT:
         _fail("--agent and --mutant are exclusive (a mutant is a variant of the durable agent)",
               Exit.USAGE)
-    ci = bool(os.environ.get("CI"))
-    budget = examples if examples is not None else (CI_EXAMPLES if ci else DEFAULT_EXAMPLES)
-    chosen_seed = seed if seed is not None else (CI_SEED if ci else random.getrandbits(32))
-    config = SearchConfig(examples=budget, seed=chosen_seed, jobs=jobs, ci=ci, shrink_seconds=shrink_time)
+    config = search_config(examples, seed, jobs, shrink_time, os.environ)
+    chosen_seed = config.seed
     who = label(agent, mutant)
     try:
         result = _run(config, agent, mutant, timeout)
@@ -112,24 +120,24 @@ def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: s
     except KeyboardInterrupt:
         _fail("interrupted", Exit.HARNESS)
         return
+    except Exception as exc:  # the harness failed, not the agent: exit 3, not a traceback's 1
+        _fail(f"harness error: {exc.__class__.__name__}: {exc}", Exit.HARNESS)
+        return
     if result.error is not None:
         _fail(f"harness error: {result.error}", Exit.HARNESS)
     finding = result.finding
     file: Path | None = None
     if finding is not None:
-        file = write_repro(repro_path(Path(out), finding), repro_data(finding, agent, mutant, chosen_seed))
+        try:
+            file = write_repro(repro_path(Path(out), finding),
+                               repro_data(finding, agent, mutant, chosen_seed))
+        except OSError as exc:
+            _fail(f"cannot write the repro file under {out}: {exc.strerror or exc}", Exit.HARNESS)
     command = repro_command(file) if file is not None else None
     if as_json:
         click.echo(json.dumps(summary_json(result, agent, mutant, chosen_seed,
                                            str(file) if file else None, command), ensure_ascii=False))
     else:
-        click.echo(summary_line(result, who, chosen_seed))
-        if finding is None:
-            click.echo("no failure found")
-        else:
-            click.echo(f"FAILED; shrunk over {result.shrink_examples} more example(s)")
-            for line in describe_finding(finding):
-                click.echo(line)
-            click.echo(f"repro file: {file}")
-            click.echo(f"reproduce: {command}")
+        for line in text_report(result, who, chosen_seed, file, command):
+            click.echo(line)
     sys.exit(int(Exit.HELD if finding is None else Exit.VIOLATIONS))

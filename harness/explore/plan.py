@@ -107,6 +107,7 @@ class Plan:
     read_policy: Policy = Policy.SAFE
     read_restart_policy: Policy = Policy.SAFE
     write_policy: Policy = Policy.NEVER
+    write_restart_policy: Policy = Policy.NEVER
     faults: tuple[FaultSpec, ...] = ()
     interrupt: Interrupt | None = None
 
@@ -133,19 +134,21 @@ class Plan:
             used.add(ToolName.READ)  # the check before a second append
         return tuple(t for t in ToolName if t in used)
 
+    def policies(self) -> dict[ToolName, tuple[Policy, Policy]]:
+        """The drawn policies of the tools in use: (at the first start, on every restart)."""
+        drawn = {ToolName.READ: (self.read_policy, self.read_restart_policy),
+                 ToolName.WRITE: (self.write_policy, self.write_restart_policy)}
+        return {t: p for t, p in drawn.items() if t in self.tools()}
+
     def describe(self) -> list[str]:
         """Short lines for a person: the calls, per turn, and everything else that was drawn."""
         lines = []
         for k, turn in enumerate(self.turns, 1):
             shown = " + ".join(a.describe() for a in turn)
             lines.append(f"turn {k}{' (parallel)' if len(turn) > 1 else ''}: {shown}")
-        policies = []
-        if ToolName.READ in self.tools():
-            policies.append(f"read={self.read_policy.value}"
-                            + (f" (restart: {self.read_restart_policy.value})"
-                               if self.read_restart_policy is not self.read_policy else ""))
-        if ToolName.WRITE in self.tools():
-            policies.append(f"write={self.write_policy.value}")
+        policies = [f"{tool.value}={first.value}"
+                    + (f" (restart: {restart.value})" if restart is not first else "")
+                    for tool, (first, restart) in self.policies().items()]
         if policies:
             lines.append(f"policies: {', '.join(policies)}")
         for f in self.faults:

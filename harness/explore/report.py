@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from harness.explore.search import SearchResult
@@ -17,8 +18,8 @@ def describe_finding(finding: Finding) -> list[str]:
     """The case in a few lines: its tool calls, its crash schedule and what broke."""
     plan = finding.plan
     lines = [f"minimal case: {finding.case.case_id}",
-             f"  {_plural(finding.calls, 'tool call')} in {_plural(len(plan.turns), 'turn')}"
-             f"{' (and one asked for by an input)' if plan.input_action() else ''}:"]
+             f"  {_plural(len(plan.actions()), 'tool call')} in {_plural(len(plan.turns), 'turn')}"
+             f"{', and 1 more that an input asks for' if plan.input_action() else ''}:"]
     lines += [f"    {line}" for line in plan.describe()]
     lines.append(f"  {_plural(finding.crashes, 'crash', 'crashes')}"
                  + (":" if finding.crashes else " (the crash-free run already fails)"))
@@ -36,6 +37,16 @@ def summary_line(result: SearchResult, who: str, seed: int) -> str:
     rate = result.cases / result.seconds if result.seconds > 0 else 0.0
     return (f"explore ({who}, seed {seed}): {_plural(result.examples, 'example')}, "
             f"{_plural(result.cases, 'case')} in {result.seconds:.1f}s ({rate:.1f} cases/s)")
+
+
+def text_report(result: SearchResult, who: str, seed: int, file: Path | None,
+                command: str | None) -> list[str]:
+    lines = [summary_line(result, who, seed)]
+    if result.finding is None:
+        return [*lines, "no failure found"]
+    lines.append(f"FAILED; shrunk over {result.shrink_examples} more example(s)")
+    lines += describe_finding(result.finding)
+    return [*lines, f"repro file: {file}", f"reproduce: {command}"]
 
 
 def summary_json(result: SearchResult, agent: str, mutant: str | None, seed: int,

@@ -1,9 +1,8 @@
 """Hypothesis strategies: plans (turns, policies, faults, an input or a cancel) and crash draws.
 
 Everything shrinks toward the simplest thing: one turn of one read, default policies, no fault,
-no interrupt, one crash at the first event. Crash points are drawn as plain numbers and mapped
-onto the traces only when the case runs (see schedule.py), since event numbers are not known
-before.
+no interrupt, one crash at the first effect. Crash points are drawn as indices and mapped onto
+the traces only when the case runs (see schedule.py), since event numbers are not known before.
 """
 
 from __future__ import annotations
@@ -28,6 +27,7 @@ MAX_PARALLEL = 2  # calls in one assistant message
 MAX_FAULTS = 2  # below the agent's default of three retries, so a run never fails of them
 MAX_CRASHES = 3  # at most the default resume budget, so a correct run is never aborted
 MAX_INDEX = 63
+NEAR = 5
 # Timeouts are left out: they cost the agent's whole provider timeout, and a short timeout
 # would make a slow machine look like a fault.
 PROVIDER_FAULTS = (FaultKind.HTTP_500, FaultKind.HTTP_429, FaultKind.DROP)
@@ -75,9 +75,12 @@ def plans(draw: st.DrawFn) -> Plan:
     kind = draw(st.none() | st.sampled_from(InterruptKind))
     if kind is not None:
         interrupt = Interrupt(kind, draw(st.sampled_from(boundaries(turns, kind))))
-    policy = st.sampled_from(Policy)
-    return Plan(turns=turns, read_policy=draw(policy), read_restart_policy=draw(policy),
-                write_policy=draw(st.sampled_from((Policy.NEVER, Policy.SAFE))),
+    # Appends and commands stay never-replay: re-running them is never right. Reads and
+    # writes (idempotent) get every combination, including a policy changed on restart.
+    read = st.sampled_from(Policy)
+    write = st.sampled_from((Policy.NEVER, Policy.SAFE))
+    return Plan(turns=turns, read_policy=draw(read), read_restart_policy=draw(read),
+                write_policy=draw(write), write_restart_policy=draw(write),
                 faults=tuple(faults), interrupt=interrupt)
 
 
@@ -87,7 +90,9 @@ def _fault(k: int) -> CrashFault:
 
 
 def draws() -> st.SearchStrategy[tuple[Draw, ...]]:
-    step = st.builds(Draw, st.integers(0, MAX_INDEX), st.integers(0, 3).map(_fault))
+    # Half the draws stay among the first few events of the ordered trace (the effects).
+    index = st.integers(0, NEAR) | st.integers(0, MAX_INDEX)
+    step = st.builds(Draw, index, st.integers(0, 3).map(_fault))
     return st.lists(step, min_size=1, max_size=MAX_CRASHES).map(tuple)
 
 

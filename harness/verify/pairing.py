@@ -38,7 +38,9 @@ def check_pairing(obs: Observation, scenario: Scenario) -> list[Violation]:
             "the assistant message right before it (orphan result)",
             {"message": m.msg_id, "call_id": m.call_id, "seq": m.seq}))
     for r in obs.requests:
-        if r.status == 400:
+        # Only the API's own refusal is about pairing; the fake's script-gap 400 means the
+        # history left the script, which the scenario oracle judges by the run's outcome.
+        if r.status == 400 and r.error_type in (None, "invalid_request_error"):
             out.append(Violation(
                 ID, f"provider request #{r.index} was refused with HTTP 400: the history sent broke "
                 "the API's pairing rule (a call without its result, or an orphan result)",

@@ -97,7 +97,15 @@ class Trace:
         return [e for e in self.events if e.kind == kind.value and (inc is None or e.inc == inc)]
 
     def effects(self) -> list[Located]:
-        return [e for e in self.events if e.kind in (K.EFFECT_BEFORE, K.EFFECT_AFTER)]
+        """Effect events that mean a tool began or finished. An effect.before at which the
+        harness killed the agent is left out: the probe blocks before the tool runs, so that
+        effect never began."""
+        return [e for e in self.events if e.kind in (K.EFFECT_BEFORE, K.EFFECT_AFTER)
+                and not (e.kind == K.EFFECT_BEFORE and self._killed_at(e))]
+
+    def _killed_at(self, e: Located) -> bool:
+        record = self.incarnation(e.inc)
+        return record is not None and record.crashed_at == e.event.n
 
     # -- incarnations ----------------------------------------------------------------------
     def incarnation(self, index: int) -> IncarnationRecord | None:

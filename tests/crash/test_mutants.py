@@ -40,7 +40,8 @@ def test_every_mutant_is_killed_by_its_own_scenarios(tmp_path: Path) -> None:
     assert survivors == [], f"mutants survived: {survivors}"
     for h in hunts:
         assert h.focused, f"{h.mutant} was killed only by the fallback ({h.case})"
-        assert h.case is not None and h.case.split("/")[0] in CATALOGUE[h.mutant].scenarios
+        assert h.case is not None
+        assert h.case.split("/")[0] in CATALOGUE[h.mutant].scenarios
         assert h.invariant, h
         assert h.unjudged == 0, h
     assert leftovers(tmp_path) == []
@@ -61,7 +62,7 @@ def test_the_table_names_mutant_verdict_case_and_invariant() -> None:
     proc = subprocess.run([*COMMAND, "--mutant", "bare-continue", "--mutant", "resume-finished"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
-    header, rule, *rows = proc.stdout.splitlines()
+    header, _rule, *rows = proc.stdout.splitlines()
     assert header.split() == ["mutant", "verdict", "first", "killing", "case", "invariant"]
     assert [r.split()[:2] for r in rows] == [["bare-continue", "killed"], ["resume-finished", "killed"]]
     assert rows[0].split()[-1] == "continuation"

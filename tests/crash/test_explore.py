@@ -1,0 +1,163 @@
+"""`crashmatrix explore` end to end: nothing on the correct agent; mutants found, shrunk, replayed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from harness.adapter import DurableAgentAdapter
+from harness.explore import read_repro, run_repro
+from harness.explore.agents import resolve_adapter
+from harness.explore.repro import Repro, repro_data, write_repro
+from harness.explore.search import SearchConfig, search
+from harness.explore.trial import CaseCache
+from harness.runner import CaseRunner, RunnerConfig
+from harness.spawn import SpawnMode, make_spawner
+
+pytestmark = pytest.mark.crash
+# The command is registered in the CLI separately; this runs it on its own.
+EXPLORE = [sys.executable, "-c", "from harness.explore import explore; "
+                                 "explore.main(prog_name='crashmatrix explore')"]
+MARKER = "CRASHMATRIX_EXPLORE_TEST"
+
+
+def leftovers(marker: str) -> list[str]:
+    """Live processes that inherited the marker from the run (zygote, agents, their commands)."""
+    found = []
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if p.pid != os.getpid() and p.environ().get(MARKER) == marker:
+                found.append(f"{p.pid}: {' '.join(p.info['cmdline'] or [])[:120]}")
+        except (psutil.AccessDenied, psutil.NoSuchProcess, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def run_explore(*args: str, out: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    marker = uuid.uuid4().hex
+    env = {**os.environ, MARKER: marker}
+    env.pop("CI", None)
+    proc = subprocess.run([*EXPLORE, *args, "--out", str(out)], capture_output=True, text=True,
+                          env=env, timeout=900, check=False)
+    return proc, marker
+
+
+@pytest.fixture
+def config(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A runner config factory for in-process replays; every process it starts is reaped."""
+    from fakes import FakeProvider  # noqa: PLC0415 - only these tests start a provider
+
+    marker = uuid.uuid4().hex
+    monkeypatch.setenv(MARKER, marker)
+    spawners = []
+
+    def make(adapter: Any, work: Path) -> RunnerConfig:
+        spawner = make_spawner(SpawnMode.FORK, list(adapter.preload))
+        spawners.append(spawner)
+        return RunnerConfig(adapter=adapter, provider=provider, work_root=work, spawner=spawner)
+
+    with FakeProvider() as provider:
+        yield make
+        for s in spawners:
+            s.close()
+    assert leftovers(marker) == []
+
+
+def replay(path: Path, make: Any, tmp: Path, adapter: Any = None) -> tuple[str, list[str]]:
+    repro = read_repro(path)
+    cfg = make(adapter or resolve_adapter(repro.agent, repro.mutant), tmp)
+    _, result = run_repro(repro, cfg)
+    return result.verdict.value, result.invariants
+
+
+def test_explore_finds_nothing_on_the_correct_agent(tmp_path: Path) -> None:
+    proc, marker = run_explore("--examples", "12", "--seed", "0", "--json", out=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["found"] is None
+    assert summary["examples"] >= 6
+    assert summary["cases"] >= summary["examples"]
+    assert leftovers(marker) == []
+    assert not list(tmp_path.glob("*.json")), "no failure, no repro file"
+
+
+@pytest.mark.parametrize("mutant", ["rerun-never", "resume-finished"])
+def test_explore_shrinks_a_mutant_and_the_printed_command_reproduces_it(
+        tmp_path: Path, mutant: str, config: Any) -> None:
+    pytest.importorskip("harness.mutants")
+    proc, marker = run_explore("--mutant", mutant, "--examples", "40", "--seed", "1", out=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert leftovers(marker) == []
+    commands = [line.removeprefix("reproduce: ") for line in proc.stdout.splitlines()
+                if line.startswith("reproduce: ")]
+    assert len(commands) == 1, proc.stdout
+    argv = shlex.split(commands[0])
+    assert argv[:3] == ["crashmatrix", "repro", "--file"]
+    assert len(argv) == 4
+    path = Path(argv[3])
+    repro = read_repro(path)
+    assert repro.mutant == mutant
+    assert len(repro.scenario.script) >= 1
+    found = json.loads(path.read_text(encoding="utf-8"))["found"]
+    assert found["calls"] <= 2, proc.stdout
+    assert found["crashes"] == repro.case.depth <= 1, proc.stdout
+    assert f"minimal case: {repro.case.case_id}" in proc.stdout
+    assert replay(path, config, tmp_path / "replay") == (found["verdict"], found["invariants"])
+    assert found["verdict"] == "fail"
+    assert found["invariants"]
+
+
+# -- a throwaway mutant, so the Python API is covered whatever harness.mutants holds ----------
+
+def rerun_never_main(argv: list[str]) -> int:
+    """The agent, except that recovery re-runs every started call, never-replay ones too."""
+    from agent import cli, recovery  # noqa: PLC0415 - patched in the forked agent only
+
+    correct = recovery.resolve_call
+
+    def rerun(call: Any, current: Any) -> Any:
+        if call.started is None:
+            return correct(call, current)
+        return recovery.CallRepair(call, True, recovery.RecoveryBranch.CALL_RERUN,
+                                   args=call.started.get("args"))
+
+    recovery.resolve_call = rerun
+    return cli.main(argv)
+
+
+class RerunNeverAdapter(DurableAgentAdapter):
+    name = "test:rerun-never"
+    entry = f"{__name__}:rerun_never_main"
+
+
+def test_the_search_api_shrinks_a_failure_and_its_repro_file_replays(
+        tmp_path: Path, config: Any) -> None:
+    adapter = RerunNeverAdapter()
+    with tempfile.TemporaryDirectory(prefix="explore-test-") as work:
+        cache = CaseCache(CaseRunner(config(adapter, Path(work))), adapter.name)
+        result = search(cache, SearchConfig(examples=30, seed=3))
+    finding = result.finding
+    assert finding is not None
+    assert result.error is None
+    assert finding.calls <= 2, finding.plan.describe()
+    assert finding.crashes <= 1, finding.case.case_id
+    assert "at-most-once" in finding.result.invariants
+    path = write_repro(tmp_path / "r.json", repro_data(finding, "durable-agent", None, 3))
+    repro = read_repro(path)
+    assert isinstance(repro, Repro)
+    assert repro.case == finding.case
+    assert replay(path, config, tmp_path / "replay", adapter) == (
+        finding.result.verdict.value, finding.result.invariants)
+    # The same case on the correct agent holds: the failure is the mutant's.
+    assert replay(path, config, tmp_path / "correct") == ("pass", [])

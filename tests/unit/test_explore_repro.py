@@ -1,0 +1,147 @@
+"""Explore's pure pieces: crash-point mapping, scenario data, repro files, the report, usage errors."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from harness.case import Case, CrashStep, FaultKind
+from harness.explore import ReproFileError, explore, load_repro_file, read_repro, repro_command
+from harness.explore.build import build_scenario
+from harness.explore.command import CI_EXAMPLES, DEFAULT_EXAMPLES, search_config
+from harness.explore.plan import Action, ActionKind, Care, Interrupt, InterruptKind, Plan
+from harness.explore.report import describe_finding
+from harness.explore.repro import repro_data, write_repro
+from harness.explore.scenario_data import scenario_data
+from harness.explore.schedule import Draw, ordered, pick_step
+from harness.explore.trial import Finding
+from harness.results import CaseResult, Verdict
+from scenarios import load_builtin
+from scenarios.schema import parse_scenario
+
+TRACE = ["recovery.branch:nothing.no_open_run", "commit.before:run_started.prompt,message.user",
+         "commit.written:run_started.prompt,message.user", "provider.before:chat",
+         "effect.before:append_note", "effect.after:append_note",
+         "commit.written:message.tool.append_note"]
+
+
+def test_crash_draws_name_effects_first_then_commits() -> None:
+    assert [n for n, _ in ordered(TRACE)] == [6, 5, 3, 7, 2, 4, 1]
+    assert pick_step(TRACE, Draw(0)) == CrashStep(6, "effect.after", "append_note")
+    assert pick_step(TRACE, Draw(7)) == pick_step(TRACE, Draw(0)), "indices wrap around"
+    torn = pick_step(TRACE, Draw(1, FaultKind.TORN))
+    assert torn == CrashStep(7, "commit.written", "message.tool.append_note", FaultKind.TORN)
+    assert pick_step(["inbox.poll:inbox"], Draw(0, FaultKind.TORN)) == CrashStep(
+        1, "inbox.poll", "inbox", FaultKind.KILL), "no commit to tear: a kill instead"
+    assert pick_step([], Draw(3)) is None
+
+
+@pytest.mark.parametrize("name", sorted(load_builtin()))
+def test_scenario_data_reads_back_equal(name: str) -> None:
+    scenario = load_builtin()[name]
+    back = parse_scenario(json.loads(json.dumps(scenario_data(scenario))), source=scenario.source,
+                          default_name="unused")
+    assert back == scenario
+
+
+def _finding() -> Finding:
+    plan = Plan(((Action(ActionKind.APPEND, 0, Care.CHECK), Action(ActionKind.READ, 1)),),
+                interrupt=Interrupt(InterruptKind.INPUT, "effect.after:read"))
+    scenario = build_scenario(plan)
+    case = Case(scenario.name, (CrashStep(15, "effect.after", "append_note"),
+                                CrashStep(3, "commit.written", "message.tool.read", FaultKind.TORN)))
+    violation = {"invariant": "at-most-once", "message": "call call_0 took effect 2 times",
+                 "evidence": {}}
+    result = CaseResult(case=case.case_id, scenario=scenario.name, depth=2, verdict=Verdict.FAIL,
+                        violations=[violation])
+    return Finding(plan, scenario, case, result)
+
+
+def _write(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def test_a_repro_file_holds_everything_needed_to_replay(tmp_path: Path) -> None:
+    finding = _finding()
+    path = write_repro(tmp_path / "out" / "r.json", repro_data(finding, "durable-agent", None, 7))
+    scenario, case = load_repro_file(path)
+    assert case == finding.case
+    assert scenario == dataclasses.replace(finding.scenario, source=str(path))
+    repro = read_repro(path)
+    assert (repro.agent, repro.mutant) == ("durable-agent", None)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["found"]["invariants"] == ["at-most-once"]
+    assert data["seed"] == 7
+    assert repro_command(path) == f"crashmatrix repro --file {path}"
+
+
+@pytest.mark.parametrize(("change", "field", "says"), [
+    (lambda d: d.pop("case"), "case", "missing required field"),
+    (lambda d: d.update(version=2), "version", "version 2 is not supported"),
+    (lambda d: d.update(format="other"), "format", "not a crashmatrix repro file"),
+    (lambda d: d.update(case="nope"), "case", "bad case id"),
+    (lambda d: d.update(case="y/none"), "case", "is of scenario 'y'"),
+    (lambda d: d.update(mutant=3), "mutant", "expected a mutant name or null"),
+    (lambda d: d.update(extra=1), "extra", "unknown field"),
+    (lambda d: d["scenario"]["script"][0]["reply"].update(tool_calls=[]),
+     "scenario.script[0].reply.tool_calls", "expected at least one tool call"),
+])
+def test_a_bad_repro_file_is_refused_naming_the_file_and_field(
+        tmp_path: Path, change: Any, field: str, says: str) -> None:
+    data = repro_data(_finding(), "durable-agent", None, 7)
+    change(data)
+    path = _write(tmp_path / "bad.json", data)
+    with pytest.raises(ReproFileError) as info:
+        load_repro_file(path)
+    assert info.value.path == str(path)
+    assert info.value.field == field
+    assert says in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_a_repro_file_that_is_not_json_says_where(tmp_path: Path) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"format": \n', encoding="utf-8")
+    with pytest.raises(ReproFileError, match=r"bad\.json:2:1: invalid JSON"):
+        load_repro_file(path)
+    with pytest.raises(ReproFileError, match="cannot read"):
+        load_repro_file(tmp_path / "missing.json")
+
+
+def test_the_report_shows_calls_crashes_and_violations() -> None:
+    text = "\n".join(describe_finding(_finding()))
+    assert "minimal case: x-" in text
+    assert "2 tool calls in 1 turn, and 1 more that an input asks for:" in text
+    assert ("turn 1 (parallel): append_note n0.md 'note-0' (checks after an unknown outcome) "
+            "+ read r1.txt") in text
+    assert "2 crashes:" in text
+    assert "incarnation 2 (recovery), event 3 commit.written:message.tool.read: torn" in text
+    assert "at-most-once: call call_0 took effect 2 times" in text
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--agent", "nope"], "unknown agent 'nope'"),
+    (["--mutant", "nope"], "mutant 'nope'"),  # unknown, or no mutants at all
+    (["--agent", "durable-agent", "--mutant", "rerun-never"], "exclusive"),
+    (["--jobs", "3"], "Invalid value for '--jobs'"),
+])
+def test_usage_errors_exit_2(args: list[str], says: str) -> None:
+    result = CliRunner().invoke(explore, args)
+    assert result.exit_code == 2, result.output
+    assert says in result.output
+
+
+def test_ci_runs_derandomized_with_a_small_budget_unless_told_otherwise() -> None:
+    ci = search_config(None, None, 1, 60.0, {"CI": "true"})
+    assert (ci.examples, ci.seed, ci.ci) == (CI_EXAMPLES, 0, True)
+    assert search_config(None, None, 1, 60.0, {"CI": "true"}) == ci, "same seed every CI run"
+    longer = search_config(500, 9, 2, 60.0, {"CI": "true"})
+    assert (longer.examples, longer.seed, longer.jobs) == (500, 9, 2)
+    local = search_config(None, None, 1, 60.0, {})
+    assert (local.examples, local.ci) == (DEFAULT_EXAMPLES, False)
