@@ -15,6 +15,7 @@ from fakes import FakeProvider
 from harness.bench import bench
 from harness.commands import COMMANDS
 from harness.exitcodes import Exit
+from harness.explore import explore
 from harness.mutants import mutants
 from scenarios import ScenarioError, resolve
 
@@ -86,5 +87,5 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
 
 
 # The matrix commands live in harness.commands; registered here so `main` is the one entry point.
-for _command in [*COMMANDS, bench, mutants]:
+for _command in [*COMMANDS, bench, mutants, explore]:
     main.add_command(_command)

@@ -67,9 +67,9 @@ def _adapter(name: str) -> Adapter:
 
 
 @contextmanager
-def _runner_config(agent: str, timeout: float, fsync: bool, keep: bool, spawn: str = "fork",
+def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool, spawn: str = "fork",
                    work: Path | None = None, coverage_dir: Path | None = None) -> Iterator[RunnerConfig]:
-    adapter = _adapter(agent)
+    adapter = _adapter(agent) if isinstance(agent, str) else agent
     # Under --line-coverage the agent is not preloaded: code that ran at import time in the
     # zygote would count as never run in the children that coverage measures.
     preload = ["coverage", "harness.covered"] if coverage_dir else list(adapter.preload)
@@ -209,12 +209,20 @@ def _enumerate(cfg: RunnerConfig, scenario: Scenario) -> list[Case]:
 
 
 @click.command("repro")
-@click.argument("case_id")
+@click.argument("case_id", required=False)
 @with_common
 @click.option("--keep", is_flag=True, help="Keep the case's session and workspace and print where.")
-def repro(case_id: str, names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float,
-          fsync: str, spawn: str, keep: bool) -> None:
+@click.option("--file", "repro_file", type=click.Path(dir_okay=False),
+              help="Replay a repro file written by `crashmatrix explore` (scenario, case and agent).")
+def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float,
+          fsync: str, spawn: str, keep: bool, repro_file: str | None) -> None:
     """Re-run exactly one case and print its timeline."""
+    if repro_file is not None:
+        _repro_file(Path(repro_file), timeout, fsync == "on", spawn, keep)
+        return
+    if case_id is None:
+        fail("give a CASE_ID, or --file PATH")
+        return
     try:
         case = Case.parse(case_id)
     except CaseIdError as exc:
@@ -240,6 +248,31 @@ def repro(case_id: str, names: tuple[str, ...], dirs: tuple[str, ...], agent: st
         obs = runner.run(case, scenario)
         result = evaluate(obs, scenario, fsync=cfg.fsync, agent=cfg.adapter.name,
                           scenario_dirs=list(dirs), duration_ms=0.0)
+    for line in render_timeline(obs, result):
+        click.echo(line)
+    if work is not None:
+        click.echo(f"kept: {work}")
+    sys.exit(int(Exit.HELD if result.ok else Exit.VIOLATIONS))
+
+
+def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool) -> None:
+    from harness.explore import ReproFileError, read_repro, run_repro  # noqa: PLC0415 - rare path
+    from harness.mutants.adapter import MutantAdapter  # noqa: PLC0415
+    from harness.mutants.catalogue import MutantName  # noqa: PLC0415
+
+    try:
+        saved = read_repro(path)
+        mutant = MutantName(saved.mutant) if saved.mutant else None
+    except (ReproFileError, ScenarioError) as exc:
+        fail(str(exc))
+        return
+    except ValueError:
+        fail(f"{path}: field 'mutant': unknown mutant {saved.mutant!r}")
+        return
+    adapter: Adapter = MutantAdapter(mutant) if mutant else _adapter(saved.agent)
+    work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
+    with _runner_config(adapter, timeout, fsync, keep, spawn, work=work) as cfg:
+        obs, result = run_repro(saved, cfg)
     for line in render_timeline(obs, result):
         click.echo(line)
     if work is not None:
