@@ -219,6 +219,7 @@ class CaseRunner:
 def _count_lines(path: Path) -> int:
     try:
         with path.open("rb") as f:
-            return sum(1 for _ in f)
+            # A torn last line (no newline) is not a commit: the agent will drop it on open.
+            return sum(1 for line in f if line.endswith(b"\n"))
     except FileNotFoundError:
         return 0
