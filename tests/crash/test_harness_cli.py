@@ -152,3 +152,14 @@ def test_merge_of_a_damaged_file_names_the_line(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert f"{bad}: line 2" in proc.stderr
     assert not (tmp_path / "m" / "results.jsonl").exists()
+
+
+def test_fork_and_fresh_spawning_give_the_same_events_and_verdicts(tmp_path: Path) -> None:
+    for mode in ("fork", "fresh"):
+        proc = tiny(tmp_path / mode, "--spawn", mode)
+        assert proc.returncode == 0, proc.stderr
+
+    def key(rows: list[dict[str, Any]]) -> list[tuple[str, str, list[list[str]], list[int | None]]]:
+        return sorted((r["case"], r["verdict"], r["trace"], r["exit_codes"]) for r in rows)
+
+    assert key(results(tmp_path / "fork")) == key(results(tmp_path / "fresh"))
