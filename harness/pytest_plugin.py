@@ -10,18 +10,17 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from fakes import FakeProvider
-from harness.adapter import ADAPTERS
-from harness.case import Case
-from harness.enumeration import single_crash_cases
-from harness.evaluate import evaluate
-from harness.runner import CaseRunner, RunnerConfig
-from scenarios import ScenarioError, load_all, resolve
-from scenarios.model import Scenario
+if TYPE_CHECKING:
+    from harness.case import Case
+    from scenarios.model import Scenario
+
+# The harness is imported only when --crashmatrix is given: the plugin is installed with the
+# package, so every pytest run anywhere (including the scenarios' own `pytest -q`) loads this
+# module, and importing the harness would cost more than a small test suite.
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -44,6 +43,10 @@ class _Host:
     """One fake provider and work directory per pytest process (xdist worker)."""
 
     def __init__(self, config: pytest.Config) -> None:
+        from fakes import FakeProvider  # noqa: PLC0415 - see the note on imports above
+        from harness.adapter import ADAPTERS  # noqa: PLC0415
+        from harness.runner import RunnerConfig  # noqa: PLC0415
+
         self.provider = FakeProvider()
         self.provider.start()
         self.tmp = tempfile.TemporaryDirectory(prefix="crashmatrix-pytest-")
@@ -78,6 +81,9 @@ class CaseItem(pytest.Item):
         self.scenario = scenario
 
     def runtest(self) -> None:
+        from harness.evaluate import evaluate  # noqa: PLC0415
+        from harness.runner import CaseRunner  # noqa: PLC0415
+
         host = _host(self.config)
         obs = CaseRunner(host.runner_config).run(self.case, self.scenario)
         result = evaluate(obs, self.scenario, fsync=False, agent=host.runner_config.adapter.name,
@@ -105,6 +111,10 @@ class MatrixCollector(pytest.Collector):
         self.scenarios = scenarios
 
     def collect(self) -> Iterator[CaseItem]:
+        from harness.case import Case  # noqa: PLC0415
+        from harness.enumeration import single_crash_cases  # noqa: PLC0415
+        from harness.runner import CaseRunner  # noqa: PLC0415
+
         host = _host(self.config)
         for scenario in self.scenarios:
             obs = CaseRunner(host.runner_config).run(Case(scenario.name), scenario)
@@ -117,6 +127,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                                   items: list[pytest.Item]) -> None:
     if not config.getoption("crashmatrix"):
         return
+    from scenarios import ScenarioError, load_all, resolve  # noqa: PLC0415
+
     names = config.getoption("crashmatrix_scenario")
     dirs = config.getoption("crashmatrix_scenarios")
     try:
