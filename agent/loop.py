@@ -76,8 +76,9 @@ class Agent:
 
     def commit(self, entries: list[Entry]) -> int:
         seq = self.log.commit(entries)
-        # Refold rather than patch: the state is small and one source of truth beats two.
-        self.state = fold(self.log.entries())
+        # The same fold that reads the log on open, applied to just this commit: one source of
+        # truth, and no re-reading of the whole session on every commit (that was quadratic).
+        fold(entries, self.state)
         return seq
 
     def _ids(self, count: int) -> list[str]:

@@ -100,8 +100,9 @@ def pending_calls(messages: list[Entry], started: list[Entry]) -> list[PendingCa
     return result
 
 
-def fold(entries: Iterable[Entry]) -> SessionState:
-    state = SessionState()
+def fold(entries: Iterable[Entry], state: SessionState | None = None) -> SessionState:
+    """Apply entries in log order to `state` (a new one if None) and return it."""
+    state = SessionState() if state is None else state
     for e in entries:
         state.entry_count += 1
         kind = e.get("type")

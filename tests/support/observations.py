@@ -23,6 +23,7 @@ from harness.case import Case, CrashStep
 from harness.incarnation import ProbeEvent
 from harness.observation import Delivery, IncarnationRecord, Observation, Request
 from harness.transcript import Run, Transcript
+from harness.verify import InvariantId, Violation, verify
 from scenarios.model import (
     AgentSettings,
     Boundary,
@@ -411,3 +412,12 @@ def rerun_builder(call: Call = APPEND, *, kill_at: BoundaryKind = K.COMMIT_AFTER
         b.exit(0)
         b.settle()
     return b
+
+
+def check(obs: Observation, scenario: Scenario | None = None) -> list[Violation]:
+    """Verify against the changelog scenario unless a test supplies its own."""
+    return verify(obs, scenario or changelog_scenario())
+
+
+def ids(violations: list[Violation]) -> set[InvariantId]:
+    return {v.invariant for v in violations}

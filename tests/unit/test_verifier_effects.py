@@ -9,8 +9,8 @@ from agent.records import Intent, Outcome, Recovered, Role
 from harness.incarnation import ProbeEvent
 from harness.observation import Observation
 from harness.transcript import Message, Run
-from harness.verify import InvariantId, Violation, verify
-from scenarios.model import BoundaryKind, Scenario
+from harness.verify import InvariantId, Violation
+from scenarios.model import BoundaryKind
 from tests.support.observations import (
     ANSWER,
     APPEND,
@@ -23,9 +23,10 @@ from tests.support.observations import (
     ObservationBuilder,
     call,
     changelog_baseline,
-    changelog_scenario,
+    check,
     crashed_at_append,
     finish,
+    ids,
     lying_success_builder,
     recover_unknown,
     rerun_builder,
@@ -33,14 +34,6 @@ from tests.support.observations import (
 
 Id = InvariantId
 K = BoundaryKind
-
-
-def check(obs: Observation, scenario: Scenario | None = None) -> list[Violation]:
-    return verify(obs, scenario or changelog_scenario())
-
-
-def ids(violations: list[Violation]) -> set[InvariantId]:
-    return {v.invariant for v in violations}
 
 
 def of(violations: list[Violation], invariant: InvariantId) -> list[Violation]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from agent import records as R
 from agent.records import Outcome
 from agent.recovery import RecoveryBranch as B
-from harness.observation import Observation
 from harness.transcript import Record, Run
-from harness.verify import InvariantId, Violation, verify
+from harness.verify import InvariantId
 from scenarios.model import Boundary, BoundaryKind, Expect, LineRule, Scenario
 from scenarios.model import Outcome as Expected
 from tests.support.observations import (
@@ -21,21 +20,15 @@ from tests.support.observations import (
     changelog_baseline,
     changelog_builder,
     changelog_scenario,
+    check,
     crashed_at_append,
     finish,
+    ids,
     recover_unknown,
 )
 
 Id = InvariantId
 K = BoundaryKind
-
-
-def check(obs: Observation, scenario: Scenario | None = None) -> list[Violation]:
-    return verify(obs, scenario or changelog_scenario())
-
-
-def ids(violations: list[Violation]) -> set[InvariantId]:
-    return {v.invariant for v in violations}
 
 
 def expecting(*outcomes: Expected) -> Scenario:
