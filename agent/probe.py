@@ -1,9 +1,12 @@
 """The probe seam: one call at every boundary, a no-op unless a harness is attached.
 
 Attached means `CRASHMATRIX_PROBE=fd:R,W` names two inherited pipe descriptors. Each event is
-written to W as one JSON line; the agent then blocks until the harness writes one byte to R.
-The harness uses the block to kill the process exactly at an event. An ack byte of `c` means
-"continue"; anything else (or EOF) means the harness is gone, and the agent stops acting.
+written to W as one JSON line; the agent then needs one permit, a byte `c` read from R, before it
+goes on, and blocks until the harness writes one. The harness uses the block to kill the process
+exactly at an event. It may write permits ahead (N-1 of them to crash at event N, many to let an
+incarnation finish), so events it will not stop at cost no round trip; an agent that reads one
+byte per event sees the same protocol. Any other byte (or EOF) means the harness is gone, and the
+agent stops acting.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class _Channel:
         self.read_fd = read_fd
         self.write_fd = write_fd
         self.seq = 0
+        self.permits = 0  # permits the harness granted ahead and this process has read
 
     def send(self, kind: str, label: str, detail: dict[str, Any]) -> None:
         self.seq += 1
@@ -45,10 +49,16 @@ class _Channel:
         if detail:
             event["detail"] = detail
         data = (json.dumps(event, ensure_ascii=False, sort_keys=True) + "\n").encode()
-        os.write(self.write_fd, data)
-        ack = os.read(self.read_fd, 1)
-        if ack != b"c":
-            raise ProbeDetached(f"probe channel closed at event {self.seq} ({kind}:{label})")
+        try:
+            os.write(self.write_fd, data)
+        except BrokenPipeError:
+            raise ProbeDetached(f"probe channel closed at event {self.seq} ({kind}:{label})") from None
+        if self.permits == 0:
+            grant = os.read(self.read_fd, 4096)
+            if not grant or grant.strip(b"c"):
+                raise ProbeDetached(f"probe channel closed at event {self.seq} ({kind}:{label})")
+            self.permits = len(grant)
+        self.permits -= 1
 
 
 class Channel(Protocol):

@@ -6,6 +6,10 @@ its own would hide from the log that a request was sent twice.
 
 from __future__ import annotations
 
+# http.client encodes the host name with the idna codec on every connect, and the codec module
+# is imported on first use (~4 ms): imported here, it is part of start-up, which a process forked
+# after import (the crash harness's zygote) has already paid.
+import encodings.idna  # noqa: F401
 import http.client
 import json
 from dataclasses import dataclass

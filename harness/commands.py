@@ -35,6 +35,7 @@ from harness.results import (
     summary,
 )
 from harness.runner import CaseRunner, RunnerConfig
+from harness.scratch import scratch_dir
 from harness.spawn import SpawnMode, make_spawner
 from harness.timeline import render as render_timeline
 from reports.terminal import render as render_summary
@@ -76,7 +77,7 @@ def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool
     # The zygote starts first, before this process has any thread, so it forks clean children.
     spawner = make_spawner(SpawnMode(spawn), preload)
     try:
-        with FakeProvider() as provider, tempfile.TemporaryDirectory(prefix="crashmatrix-") as tmp:
+        with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-") as tmp:
             yield RunnerConfig(adapter=adapter, provider=provider, work_root=work or Path(tmp),
                                case_timeout_s=timeout, fsync=fsync, keep=keep, spawner=spawner,
                                coverage_dir=coverage_dir)

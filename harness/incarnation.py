@@ -101,7 +101,8 @@ class Incarnation:
         self._ack_fd = to_child_w
         self._event_fd = from_child_r
         self._buf = b""
-        self._count = 0
+        self._count = 0  # events read from the channel
+        self._granted = 0  # permits written: the agent may run through this event unasked
         self._closed = False
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._event_fd, selectors.EVENT_READ)
@@ -130,9 +131,30 @@ class Incarnation:
         return ProbeEvent(self._count, raw["kind"], raw["label"], raw.get("detail") or {})
 
     def ack(self) -> None:
-        # The agent may die between its event and our ack; the caller then sees EOF next.
+        """Let the agent go on past the event just read (and no further than granted before)."""
+        self.permit_through(self._count)
+
+    def permit_through(self, n: int) -> None:
+        """Grant permits so the agent runs through event `n` without waiting for us.
+
+        The agent stops at the first event it holds no permit for; so to kill it at event N the
+        caller grants N-1, and events before N cost no round trip (the caller still reads each
+        of them, in order, from the channel).
+        """
+        if n <= self._granted:
+            return
+        # The agent may die between its event and our permit; the caller then sees EOF next.
         with contextlib.suppress(BrokenPipeError):
-            os.write(self._ack_fd, b"c")
+            os.write(self._ack_fd, b"c" * (n - self._granted))
+        self._granted = n
+
+    @property
+    def events_read(self) -> int:
+        return self._count
+
+    @property
+    def granted(self) -> int:
+        return self._granted
 
     def wait(self, deadline: float) -> int:
         """Wait for exit, acknowledging any further events (used to let an agent finish)."""

@@ -7,7 +7,6 @@ a fake provider private to its worker process.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,10 +45,11 @@ class _Host:
         from fakes import FakeProvider  # noqa: PLC0415 - see the note on imports above
         from harness.adapter import ADAPTERS  # noqa: PLC0415
         from harness.runner import RunnerConfig  # noqa: PLC0415
+        from harness.scratch import scratch_dir  # noqa: PLC0415
 
         self.provider = FakeProvider()
         self.provider.start()
-        self.tmp = tempfile.TemporaryDirectory(prefix="crashmatrix-pytest-")
+        self.tmp = scratch_dir(prefix="crashmatrix-pytest-")
         self.runner_config = RunnerConfig(
             adapter=ADAPTERS[config.getoption("crashmatrix_agent")], provider=self.provider,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"))

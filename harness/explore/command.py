@@ -7,7 +7,6 @@ import json
 import os
 import random
 import sys
-import tempfile
 from pathlib import Path
 
 import click
@@ -20,6 +19,7 @@ from harness.explore.repro import repro_command, repro_data, write_repro
 from harness.explore.search import SearchConfig, SearchResult, search
 from harness.explore.trial import CaseCache, Finding
 from harness.runner import CaseRunner, RunnerConfig
+from harness.scratch import scratch_dir
 from harness.spawn import SpawnMode, make_spawner
 
 DEFAULT_OUT = "crashmatrix-out"
@@ -72,7 +72,7 @@ def _run(config: SearchConfig, agent: str, mutant: str | None, timeout: float) -
     spawner = make_spawner(SpawnMode.FORK, list(adapter.preload))
     progress = _Progress(config.examples)
     try:
-        with FakeProvider() as provider, tempfile.TemporaryDirectory(prefix="crashmatrix-explore-") as tmp:
+        with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-explore-") as tmp:
             runner = CaseRunner(RunnerConfig(adapter=adapter, provider=provider, work_root=Path(tmp),
                                              case_timeout_s=timeout, spawner=spawner))
             return search(CaseCache(runner, adapter.name), config, progress)

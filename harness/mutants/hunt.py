@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from harness.mutants.catalogue import CATALOGUE, MutantName
 from harness.mutants.ordered import first_failure, run_until_failure
 from harness.results import CaseResult, Verdict
 from harness.runner import RunnerConfig
+from harness.scratch import scratch_dir
 from harness.spawn import SpawnMode, make_spawner
 from scenarios import Scenario, load_builtin
 
@@ -95,7 +95,7 @@ def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = S
     spawner = make_spawner(spawn, list(MutantAdapter.preload))
     out: list[Hunt] = []
     try:
-        with FakeProvider() as provider, tempfile.TemporaryDirectory(prefix="crashmatrix-mutants-") as tmp:
+        with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-mutants-") as tmp:
             for name in names:
                 runner = RunnerConfig(adapter=MutantAdapter(name), provider=provider,
                                       work_root=(work or Path(tmp)) / name.value,

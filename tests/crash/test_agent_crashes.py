@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.incarnation import Incarnation
+from harness.incarnation import Incarnation, IncarnationTimeout
 from tests.support.agent_env import launch, make_paths, run_cli
 from tests.support.killer import run_and_kill, run_to_end
 from tests.support.stub_provider import StubProvider, answer, call, changelog_script, results, tool_calls
@@ -151,3 +151,28 @@ def test_second_process_gets_a_lock_error_naming_the_holder(tmp_path: Path) -> N
         assert f"locked by pid {holder.pid}" in proc.stderr
         holder.kill()
     assert json.loads((paths.session / "config.json").read_text())["workspace"] == str(paths.workspace)
+
+
+def test_permits_granted_ahead_stop_the_agent_exactly_at_the_first_event_without_one(
+        tmp_path: Path) -> None:
+    """The harness writes N-1 permits at once; the agent runs through them and blocks at N."""
+    with StubProvider(changelog_script) as stub:
+        _, recorded = run_to_end(make_paths(tmp_path / "recording"), stub.url, "run", "append and test")
+        target = next(e.n for e in recorded if e.point == "effect.before:append_note")
+        paths = make_paths(tmp_path / "case")
+        deadline = time.monotonic() + 30
+        with Incarnation(launch(paths, stub.url, "run", "append and test")) as inc:
+            inc.permit_through(target - 1)  # before reading a single event
+            seen = []
+            while len(seen) < target:
+                event = inc.next_event(deadline)
+                assert event is not None, [e.point for e in seen]
+                seen.append(event)
+            assert [e.point for e in seen] == [e.point for e in recorded[:target]]
+            # Blocked at `target`: no next event, the process alive, the append not done.
+            with pytest.raises(IncarnationTimeout):
+                inc.next_event(time.monotonic() + 0.5)
+            assert inc.proc.poll() is None
+            inc.kill()
+        changelog = paths.workspace / "CHANGELOG.md"
+        assert LINE not in (changelog.read_text() if changelog.exists() else "")
