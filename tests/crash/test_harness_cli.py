@@ -163,3 +163,21 @@ def test_fork_and_fresh_spawning_give_the_same_events_and_verdicts(tmp_path: Pat
         return sorted((r["case"], r["verdict"], r["trace"], r["exit_codes"]) for r in rows)
 
     assert key(results(tmp_path / "fork")) == key(results(tmp_path / "fresh"))
+
+
+def test_bench_measures_both_modes_side_by_side_and_its_figures_agree(tmp_path: Path) -> None:
+    proc = crashmatrix("bench", "--scenarios", SCENARIOS, "--scenario", "tiny", "--repeat", "2",
+                       "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    listed = crashmatrix("list", "--scenarios", SCENARIOS, "--scenario", "tiny", "--cases")
+    one_matrix = len(listed.stdout.splitlines())
+    assert data["cases"] == 2 * one_matrix  # the fork matrix ran twice (--repeat 2)
+    fresh, fork = data["fresh"], data["fork"]
+    assert data["ratio"] == pytest.approx(fork["cases_per_s"] / fresh["cases_per_s"], rel=0.02)
+    assert fork["ms_per_case"] == pytest.approx(1000 / fork["cases_per_s"], rel=0.02)
+    assert data["floor_multiple"] == pytest.approx(fork["ms_per_case"] / data["floor_ms"], abs=0.1)
+    assert data["incarnations_per_case"] >= 2
+    assert len(data["rss_after_each_repeat_mb"]) == 2
+    assert 0 < data["peak_rss_mb"] < 1000
+    assert data["failed"] == 0

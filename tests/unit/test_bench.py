@@ -1,0 +1,42 @@
+"""The bench's bytecode handling: fresh mode is not charged for compiling when bytecode is off."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.bench import cached_bytecode
+
+
+def _package(root: Path) -> None:
+    (root / "benchpkg").mkdir()
+    (root / "benchpkg" / "__init__.py").write_text("VALUE = 1\n")
+    (root / "benchpkg" / "mod.py").write_text("def f() -> int:\n    return 2\n")
+
+
+def test_with_bytecode_off_it_compiles_into_a_private_prefix_and_restores_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _package(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    with cached_bytecode("benchpkg") as intervened:
+        assert intervened
+        assert "PYTHONDONTWRITEBYTECODE" not in os.environ
+        prefix = Path(os.environ["PYTHONPYCACHEPREFIX"])
+        compiled = sorted(p.name.split(".")[0] for p in prefix.rglob("benchpkg/*.pyc"))
+        assert compiled == ["__init__", "mod"]
+    assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1"
+    assert "PYTHONPYCACHEPREFIX" not in os.environ
+    assert not prefix.exists()
+    assert not list(tmp_path.rglob("*.pyc")), "the source tree got bytecode"
+
+
+def test_with_bytecode_on_it_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    before = dict(os.environ)
+    with cached_bytecode("agent") as intervened:
+        assert not intervened
+        assert dict(os.environ) == before
