@@ -103,7 +103,7 @@ class Case:
             gap = api_errors.script_gap(self.scenario.name)
             self._record(messages, tools, gap.status, error=gap.body)
             return Decision(gap.status, gap.body)
-        message = reply_message(rule.reply, conv)
+        message = reply_message(rule.reply, conv, self.scenario.provider.call_ids)
         model = payload.get("model") if isinstance(payload.get("model"), str) else DEFAULT_MODEL
         self._record(messages, tools, 200, rule=rule.name, reply=message)
         return Decision(200, completion(message, messages, model))

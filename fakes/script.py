@@ -10,7 +10,7 @@ from typing import Any
 from fakes.conversation import Conversation, holds
 from scenarios import template
 from scenarios.errors import ScenarioError
-from scenarios.model import Reply, ResultKey, Rule, Scenario, ToolName
+from scenarios.model import CallIds, Reply, ResultKey, Rule, Scenario, ToolName
 
 # A fixed timestamp keeps whole responses, not just messages, identical for identical histories.
 CREATED = 1_700_000_000
@@ -41,15 +41,18 @@ def _render(text: str, conv: Conversation) -> str:
     return template.render(text, lookup)
 
 
-def reply_message(reply: Reply, conv: Conversation) -> dict[str, Any]:
-    """The assistant message. Call ids are `call_<k>`, k counting the calls already in the
-    history, so they are unique within a history and identical when the history repeats."""
+def reply_message(reply: Reply, conv: Conversation,
+                  call_ids: CallIds = CallIds.HISTORY) -> dict[str, Any]:
+    """The assistant message. Call ids are `call_<k>`: with HISTORY, k counts the calls already
+    in the history (unique within a history); with PER_RESPONSE, k counts from 0 in every reply
+    (ids repeat across turns). Either way they are identical when the history repeats."""
+    first = conv.tool_calls_so_far if call_ids is CallIds.HISTORY else 0
     text = None if reply.text is None else _render(reply.text, conv)
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if reply.tool_calls:
         message["tool_calls"] = [
             {
-                "id": f"call_{conv.tool_calls_so_far + i}",
+                "id": f"call_{first + i}",
                 "type": "function",
                 "function": {
                     "name": call.tool.value,

@@ -226,9 +226,19 @@ class MatrixSettings:
     crash_loop: int = 1
 
 
+class CallIds(StrEnum):
+    """How the fake numbers the tool calls of a reply."""
+
+    HISTORY = "history"  # `call_<k>`, k counting the calls already in the history: unique
+    # `call_0`, `call_1`, ... in every reply, as some providers do: ids repeat across turns and
+    # runs, so an agent must match results to calls within a turn, not across the session.
+    PER_RESPONSE = "per-response"
+
+
 @dataclass(frozen=True)
 class ProviderSettings:
     unknown_marker: str = "outcome is unknown"
+    call_ids: CallIds = CallIds.HISTORY
 
 
 def count_lines(text: str | None, line: str) -> int:

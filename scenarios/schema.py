@@ -16,6 +16,7 @@ from scenarios.model import (
     AgentSettings,
     Boundary,
     BoundaryKind,
+    CallIds,
     CallSpec,
     Cancel,
     Condition,
@@ -470,9 +471,12 @@ def _matrix(at: _At, value: object) -> MatrixSettings:
 
 
 def _provider(at: _At, value: object) -> ProviderSettings:
-    t = _table(at, value, ("unknown_marker",))
-    return ProviderSettings(_opt(t, "unknown_marker", at, _str,
-                                 ProviderSettings().unknown_marker))
+    t = _table(at, value, ("unknown_marker", "call_ids"))
+    d = ProviderSettings()
+    return ProviderSettings(
+        unknown_marker=_opt(t, "unknown_marker", at, _str, d.unknown_marker),
+        call_ids=_opt(t, "call_ids", at, lambda a, v: _enum(a, v, CallIds, "call id scheme"),
+                      d.call_ids))
 
 
 def _name(at: _At, value: object) -> str:

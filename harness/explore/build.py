@@ -79,7 +79,7 @@ def build_scenario(plan: Plan) -> Scenario:
         workspace=MappingProxyType(_workspace(plan)),
         tools=_tools(plan),
         agent=AgentSettings(),
-        provider=ProviderSettings(),
+        provider=ProviderSettings(call_ids=plan.call_ids),
         script=script(plan),
         faults=tuple(Fault(f.kind, Condition(turns=f.turn)) for f in plan.faults),
         inputs=inputs,

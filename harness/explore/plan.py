@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scenarios.model import FaultKind, Policy, ToolName
+from scenarios.model import CallIds, FaultKind, Policy, ToolName
 
 # Every appended line lands in a file that starts with this text, so exact file contents are known.
 NOTES_HEADER = "# notes\n"
@@ -110,6 +110,7 @@ class Plan:
     write_restart_policy: Policy = Policy.NEVER
     faults: tuple[FaultSpec, ...] = ()
     interrupt: Interrupt | None = None
+    call_ids: CallIds = CallIds.HISTORY  # how the fake numbers calls (per-response: ids repeat)
 
     def actions(self) -> list[Action]:
         return [a for turn in self.turns for a in turn]
@@ -159,4 +160,6 @@ class Plan:
             lines.append(f"input asking for {extra.describe()}, delivered at {self.interrupt.at}")
         elif self.interrupt is not None:
             lines.append(f"cancel, delivered at {self.interrupt.at}")
+        if self.call_ids is not CallIds.HISTORY:
+            lines.append(f"call ids: {self.call_ids.value} (every reply numbers its calls from call_0)")
         return lines

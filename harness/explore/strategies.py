@@ -7,6 +7,8 @@ the traces only when the case runs (see schedule.py), since event numbers are no
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
 from harness.case import FaultKind as CrashFault
@@ -20,7 +22,7 @@ from harness.explore.plan import (
     Plan,
 )
 from harness.explore.schedule import Draw
-from scenarios.model import FaultKind, Policy
+from scenarios.model import CallIds, FaultKind, Policy
 
 MAX_TURNS = 3
 MAX_PARALLEL = 2  # calls in one assistant message
@@ -79,9 +81,11 @@ def plans(draw: st.DrawFn) -> Plan:
     # writes (idempotent) get every combination, including a policy changed on restart.
     read = st.sampled_from(Policy)
     write = st.sampled_from((Policy.NEVER, Policy.SAFE))
-    return Plan(turns=turns, read_policy=draw(read), read_restart_policy=draw(read),
+    plan = Plan(turns=turns, read_policy=draw(read), read_restart_policy=draw(read),
                 write_policy=draw(write), write_restart_policy=draw(write),
                 faults=tuple(faults), interrupt=interrupt)
+    # Drawn last, and shrinking toward unique ids: a failure that needs reused ids says so.
+    return dataclasses.replace(plan, call_ids=draw(st.sampled_from(CallIds)))
 
 
 def _fault(k: int) -> CrashFault:

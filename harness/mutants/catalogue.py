@@ -37,13 +37,10 @@ class Mutant:
     # Scenarios expected to kill it, the likeliest first (a focused matrix; every built-in is
     # the fallback when they do not).
     scenarios: tuple[str, ...]
-    # A condition the fault needs that no scenario can set up yet; applied with the patch.
-    environment: PatchFn | None = None
 
 
-def _m(name: MutantName, failure: str, patch: PatchFn, *scenarios: str,
-       environment: PatchFn | None = None) -> Mutant:
-    return Mutant(name, failure, patch, scenarios, environment)
+def _m(name: MutantName, failure: str, patch: PatchFn, *scenarios: str) -> Mutant:
+    return Mutant(name, failure, patch, scenarios)
 
 
 N = MutantName
@@ -83,8 +80,7 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
     _m(N.SESSION_CALL_IDS,
        "Results are matched to calls by id across the whole session; with a provider that reuses "
        "call ids, an old result answers a new call, which is then never run nor repaired.",
-       F.session_call_ids, "changelog-fast", "multi-turn",
-       environment=F.per_response_call_ids),
+       F.session_call_ids, "reused-call-ids"),
     _m(N.RESEND_TASK,
        "On resume the agent sends the original task again, so the model starts the job over on "
        "top of the work already done.",
@@ -112,10 +108,8 @@ def get(name: str) -> Mutant:
 
 
 def apply(mutant: Mutant, patcher: Patcher | None = None) -> Patcher:
-    """Install the mutant's environment and fault on the agent's modules (for good, by default)."""
+    """Install the mutant's fault on the agent's modules (for good, by default)."""
     p = patcher or Patcher()
-    if mutant.environment is not None:
-        mutant.environment(p)
     mutant.patch(p)
     return p
 

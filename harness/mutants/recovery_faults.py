@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from agent import loop, recovery, state
 from agent import records as R
 from agent.loop import Agent
-from agent.provider import ProviderClient
 from agent.records import Entry, EntryType, Intent, Outcome, Replay, Role
 from agent.recovery import Action, CallRepair, Plan, RecoveryBranch, parse_args
 from agent.state import PendingCall, RunInfo, SessionState
@@ -152,20 +150,3 @@ def session_call_ids(p: Patcher) -> None:
                 for c in assistants[-1].get("tool_calls") or [] if c["id"] not in answered]
 
     p.replace(state, "pending_calls", pending_calls)
-
-
-def per_response_call_ids(p: Patcher) -> None:
-    """The condition session-wide matching needs: a provider that numbers calls per response
-    (`call_0`, `call_1`, ... in every reply), so ids repeat across turns and runs. The fake
-    numbers calls across the whole history and has no option for this yet."""
-    complete: Callable[..., dict[str, Any]] = ProviderClient.complete
-
-    def renumbered(self: ProviderClient, messages: list[dict[str, Any]],
-                   tools: list[dict[str, Any]]) -> dict[str, Any]:
-        reply = complete(self, messages, tools)
-        for i, call in enumerate(reply.get("tool_calls") or []):
-            if isinstance(call, dict):
-                call["id"] = f"call_{i}"
-        return reply
-
-    p.replace(ProviderClient, "complete", renumbered)

@@ -96,7 +96,9 @@ def test_shards_are_disjoint_complete_and_merge(tmp_path: Path) -> None:
 
 def test_sigint_keeps_partial_results_and_reaps_children(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = subprocess.Popen([*CLI, "run", "--scenario", "changelog-fast", "--out", str(out), "--keep"],
+    # Depth 2 (~1,700 cases): far more than can finish between the third result and the SIGINT.
+    proc = subprocess.Popen([*CLI, "run", "--scenario", "changelog-fast", "--depth", "2",
+                             "--out", str(out), "--keep"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     path = out / "results.jsonl"

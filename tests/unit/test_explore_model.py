@@ -26,7 +26,7 @@ from harness.explore.plan import (
 )
 from harness.explore.scenario_data import scenario_data
 from harness.explore.strategies import MAX_CRASHES, boundaries, plans
-from scenarios.model import FaultKind, Outcome, Policy, Scenario, ToolName, count_lines
+from scenarios.model import CallIds, FaultKind, Outcome, Policy, Scenario, ToolName, count_lines
 from scenarios.schema import parse_scenario
 
 # Building a scenario digests its data: well under a millisecond, but a loaded CI machine
@@ -217,3 +217,14 @@ def test_faults_interrupts_and_policies_reach_the_scenario() -> None:
     assert [(f.kind, f.when.turns) for f in s.faults] == [(FaultKind.HTTP_429, 1)]
     assert [str(c.at) for c in s.cancels] == ["effect.after:read"]
     assert s.name.startswith("x-")
+
+
+def test_a_per_response_id_scheme_reaches_the_scenario_and_the_description() -> None:
+    turns = ((Action(ActionKind.READ, 0),), (Action(ActionKind.APPEND, 1),))
+    plain, reused = Plan(turns), Plan(turns, call_ids=CallIds.PER_RESPONSE)
+    assert build_scenario(plain).provider.call_ids is CallIds.HISTORY
+    assert build_scenario(reused).provider.call_ids is CallIds.PER_RESPONSE
+    assert not any("call ids" in line for line in plain.describe())
+    assert "call ids: per-response" in " | ".join(reused.describe())
+    # Different schemes are different scenarios (the name is a digest of the scenario).
+    assert build_scenario(plain).name != build_scenario(reused).name

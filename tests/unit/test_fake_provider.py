@@ -303,3 +303,46 @@ def test_register_twice_is_refused(provider: FakeProvider, builtins: dict[str, S
     provider.register("c", builtins["finished"])
     with pytest.raises(ValueError, match="already registered"):
         provider.register("c", builtins["finished"])
+
+
+# -- call id schemes ------------------------------------------------------------------------
+
+TWO_TURNS = """
+task = "t"
+{provider}
+[[script]]
+name = "start"
+when = {{ turns = 0 }}
+reply.tool_calls = [
+  {{ tool = "read", args = {{ path = "a.txt" }} }},
+  {{ tool = "read", args = {{ path = "b.txt" }} }},
+]
+[[script]]
+name = "again"
+when = {{ turns = 1 }}
+reply.tool_calls = [{{ tool = "read", args = {{ path = "c.txt" }} }}]
+[[script]]
+name = "done"
+reply.final = "done"
+"""
+
+
+@pytest.mark.parametrize(("provider_table", "first", "second"), [
+    ("", ["call_0", "call_1"], ["call_2"]),
+    ('[provider]\ncall_ids = "history"', ["call_0", "call_1"], ["call_2"]),
+    ('[provider]\ncall_ids = "per-response"', ["call_0", "call_1"], ["call_0"]),
+])
+def test_call_ids_count_across_the_history_or_restart_in_every_reply(
+        tmp_path: Path, provider: FakeProvider, provider_table: str, first: list[str],
+        second: list[str]) -> None:
+    url = provider.register("ids", scenario_from(tmp_path, TWO_TURNS.format(provider=provider_table)))
+    status, body = post(url, request())
+    assert status == 200
+    assert [c[0] for c in calls_of(body)] == first
+    turn_one = reply_of(body)
+    history = request(turn_one, *(result(i, "text") for i in first))
+    status, body = post(url, history)
+    assert status == 200, body
+    assert [c[0] for c in calls_of(body)] == second
+    # The same history gives the same ids again (replies stay a pure function of the history).
+    assert [c[0] for c in calls_of(post(url, history)[1])] == second

@@ -252,24 +252,6 @@ def test_session_call_ids_takes_an_old_result_for_a_new_call_with_the_same_id() 
         assert fold(entries).pending_calls() == []
 
 
-@pytest.mark.parametrize(("name", "ids"), [
-    (None, ["call_7", "call_8"]), (N.SESSION_CALL_IDS, ["call_0", "call_1"])])
-def test_session_call_ids_runs_against_a_provider_that_numbers_calls_per_response(
-        tmp_path: Path, name: MutantName | None, ids: list[str]) -> None:
-    paths = make_paths(tmp_path)
-
-    def script(messages: list[dict[str, Any]]) -> dict[str, Any]:
-        if messages[-1]["role"] == "tool":
-            return answer("done")
-        return tool_calls(call("call_7", "read", path="CHANGELOG.md"),
-                          call("call_8", "read", path="CHANGELOG.md"))
-
-    with mutant(name), StubProvider(script) as stub, make_agent(paths, stub.url) as agent:
-        agent.run_prompt("t")
-    assistant = next(e for e in paths.entries() if e.get("tool_calls"))
-    assert [c["id"] for c in assistant["tool_calls"]] == ids
-
-
 # -- what a continuation sends -------------------------------------------------------------------
 @pytest.mark.parametrize(("name", "users"), [
     (None, ["task"]), (N.RESEND_TASK, ["task", "task"]), (N.BARE_CONTINUE, ["task", "continue"])])

@@ -194,3 +194,9 @@ def test_the_readme_example_loads(tmp_path: Path) -> None:
     assert s.name == "example"
     assert len(s.script) == 7
     assert [f.kind.value for f in s.faults] == ["http_500"]
+
+
+def test_unknown_call_id_scheme_names_the_field_and_the_choices(tmp_path: Path) -> None:
+    err = error_of(tmp_path, MINIMAL + '\n[provider]\ncall_ids = "random"\n')
+    assert err.field == "provider.call_ids"
+    assert "unknown call id scheme 'random'; expected one of history, per-response" in err.message
