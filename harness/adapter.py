@@ -7,7 +7,7 @@ its store into the canonical transcript, and which recovery branches it declares
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -116,18 +116,31 @@ class DurableAgentAdapter:
             commits, torn = read_commits(spec.session / "session.jsonl")
         except LogCorrupt as exc:
             return Transcript(integrity_error=str(exc))
-        transcript = Transcript(commits=len(commits))
+        transcript = transcript_of((c.seq, c.entries) for c in commits)
         if torn is not None:
             transcript.torn_tail = f"line {torn.line}: {torn.why}"
-        runs: dict[str, Run] = {}
-        for commit in commits:
-            for e in commit.entries:
-                _read_entry(transcript, runs, commit.seq, e)
-        transcript.runs = list(runs.values())
         return transcript
 
 
-def _read_entry(t: Transcript, runs: dict[str, Run], seq: int, e: dict[str, object]) -> None:
+def transcript_of(commits: Iterable[tuple[int, Sequence[Mapping[str, object]]]]) -> Transcript:
+    """The canonical transcript of our agent's commits, given as (seq, entries) in log order.
+
+    Pure: `read_transcript` applies it to the session file, and tests to logs they build, so
+    both read a store exactly the same way.
+    """
+    t = Transcript()
+    runs: dict[str, Run] = {}
+    count = 0
+    for seq, entries in commits:
+        count += 1
+        for e in entries:
+            _read_entry(t, runs, seq, e)
+    t.commits = count
+    t.runs = list(runs.values())
+    return t
+
+
+def _read_entry(t: Transcript, runs: dict[str, Run], seq: int, e: Mapping[str, object]) -> None:
     kind = e.get("type")
     if kind == "run_started":
         run_id = str(e["run_id"])

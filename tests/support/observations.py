@@ -16,13 +16,13 @@ from agent.records import Entry, Intent, Outcome, Recovered, Replay, Role
 from agent.recovery import RecoveryBranch
 from agent.state import fold
 
-# The adapter's per-entry reader: one place defines how a store becomes a transcript, and the
-# tests must read their logs exactly as the harness reads real ones.
-from harness.adapter import _read_entry
+# One place defines how a store becomes a transcript: tests read their logs exactly as the
+# harness reads real ones.
+from harness.adapter import transcript_of
 from harness.case import Case, CrashStep
 from harness.incarnation import ProbeEvent
 from harness.observation import Delivery, IncarnationRecord, Observation, Request
-from harness.transcript import Run, Transcript
+from harness.transcript import Transcript
 from harness.verify import InvariantId, Violation, verify
 from scenarios.model import (
     AgentSettings,
@@ -77,13 +77,7 @@ def _args(c: Call) -> dict[str, Any]:
 
 def read_transcript(commits: list[list[Entry]]) -> Transcript:
     """What DurableAgentAdapter.read_transcript returns for a store holding these commits."""
-    t = Transcript(commits=len(commits))
-    runs: dict[str, Run] = {}
-    for seq, entries in enumerate(commits, start=1):
-        for e in entries:
-            _read_entry(t, runs, seq, e)
-    t.runs = list(runs.values())
-    return t
+    return transcript_of(enumerate(commits, start=1))
 
 
 class ObservationBuilder:
