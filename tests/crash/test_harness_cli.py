@@ -94,10 +94,17 @@ def test_shards_are_disjoint_complete_and_merge(tmp_path: Path) -> None:
     assert {r["case"] for r in results(tmp_path / "m")} == full
 
 
+# A test run started as a background job (`cmd &` in a script) inherits SIGINT ignored, and the
+# harness, like any program, keeps an inherited ignore: give it Python's default handler, as a
+# terminal's ^C would find it.
+CLI_WITH_SIGINT = [sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, "
+                   "signal.default_int_handler); from harness.cli import main; main()"]
+
+
 def test_sigint_keeps_partial_results_and_reaps_children(tmp_path: Path) -> None:
     out = tmp_path / "out"
     # Depth 2 (~1,700 cases): far more than can finish between the third result and the SIGINT.
-    proc = subprocess.Popen([*CLI, "run", "--scenario", "changelog-fast", "--depth", "2",
+    proc = subprocess.Popen([*CLI_WITH_SIGINT, "run", "--scenario", "changelog-fast", "--depth", "2",
                              "--out", str(out), "--keep"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
