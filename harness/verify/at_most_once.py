@@ -95,7 +95,7 @@ def _witness_lines(obs: Observation, table: CallTable, flagged: set[int]) -> lis
 
 def _repeated_effects(obs: Observation, table: CallTable, flagged: set[int]) -> list[Violation]:
     """The trace's view: catches doubles the workspace cannot show (e.g. a write of equal text)."""
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     effects = site_effects(trace, table)
     out: list[Violation] = []
     for s in table.sites:

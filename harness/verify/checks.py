@@ -18,6 +18,7 @@ from harness.verify.queued_input import check_queued_input
 from harness.verify.resume_budget import check_resume_budget
 from harness.verify.retry_intent import check_retry_intent
 from harness.verify.safe_rerun import check_safe_rerun
+from harness.verify.trace import shared_trace
 from harness.verify.violation import InvariantId, Violation
 from scenarios.model import Scenario
 
@@ -48,8 +49,9 @@ def verify(obs: Observation, scenario: Scenario) -> list[Violation]:
     t = obs.transcript
     unreadable = t.integrity_error is not None and t.commits == 0 and not t.runs and not t.messages
     out: list[Violation] = []
-    for invariant, check in CHECKS.items():
-        if unreadable and invariant not in WITHOUT_STORE:
-            continue
-        out += check(obs, scenario)
+    with shared_trace(obs):
+        for invariant, check in CHECKS.items():
+            if unreadable and invariant not in WITHOUT_STORE:
+                continue
+            out += check(obs, scenario)
     return out

@@ -24,7 +24,7 @@ def check_finished_stays_finished(obs: Observation, scenario: Scenario) -> list[
                 f"{origin.outcome} at commit {origin.finished_seq}; a finished run is never resumed"), {
                 "run": run.run_id, "seq": run.seq, "resumed_from": origin.run_id,
                 "outcome": origin.outcome, "finished_seq": origin.finished_seq}))
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     for inc in obs.incarnations:
         if inc.command != RUN_COMMAND:
             out += _idle_incarnation(obs, trace, inc)

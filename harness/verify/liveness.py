@@ -26,7 +26,7 @@ def check_liveness(obs: Observation, scenario: Scenario) -> list[Violation]:
             out.append(Violation(ID, (
                 f"inc{inc.index} ({inc.command}) exited with code {inc.exit_code}; an agent that was "
                 "not killed must end with 0 or 1"), {"incarnation": inc.index, "exit_code": inc.exit_code}))
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     still_open = [r for r in obs.transcript.runs if r.outcome is None]
     if still_open and not trace.ended_killed and obs.transcript.integrity_error is None:
         ids = ", ".join(r.run_id for r in still_open)

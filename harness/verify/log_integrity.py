@@ -12,7 +12,7 @@ ID = InvariantId.LOG_INTEGRITY
 
 def check_log_integrity(obs: Observation, scenario: Scenario) -> list[Violation]:
     t = obs.transcript
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     out: list[Violation] = []
     if t.integrity_error is not None:
         # The reader reports unreadable damage, a run finished twice and a run_finished for an

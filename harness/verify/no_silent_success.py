@@ -16,7 +16,7 @@ UNKNOWN = "unknown"
 
 
 def check_no_silent_success(obs: Observation, scenario: Scenario) -> list[Violation]:
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     table = call_table(obs.transcript)
     effects = site_effects(trace, table)
     marker = scenario.provider.unknown_marker

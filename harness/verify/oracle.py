@@ -42,7 +42,7 @@ def check_scenario_oracle(obs: Observation, scenario: Scenario) -> list[Violatio
             what = ("is missing" if got is None
                     else f"differs from the expected content{_first_diff(got, want)}")
             out.append(Violation(ID, f"{path} {what}", {"path": path, "expected": want, "actual": got}))
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     for rule in expect.lines:
         out += _line_rule(obs, trace, rule)
     return out

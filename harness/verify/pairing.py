@@ -13,7 +13,7 @@ ID = InvariantId.PAIRING
 
 def check_pairing(obs: Observation, scenario: Scenario) -> list[Violation]:
     table = call_table(obs.transcript)
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     # The assistant message of the last window: tool messages only follow it.
     tail = max((m.seq for m in obs.transcript.messages if m.role != Role.TOOL), default=0)
     out: list[Violation] = []

@@ -14,7 +14,7 @@ INPUT, CANCEL = "input", "cancel"
 
 def check_queued_input(obs: Observation, scenario: Scenario) -> list[Violation]:
     t = obs.transcript
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     last = max(t.runs, key=lambda r: r.seq) if t.runs else None
     # Only an end state can be judged for what is still missing; a crash state may lack anything.
     completed = last is not None and last.outcome == Outcome.COMPLETED and not trace.ended_killed

@@ -34,7 +34,7 @@ def check_resume_budget(obs: Observation, scenario: Scenario) -> list[Violation]
                 f"the resume budget of {obs.resume_budget}"), {
                 "run": run.run_id, "seq": run.seq, "resume_attempt": run.resume_attempt,
                 "budget": obs.resume_budget}))
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     for run in t.runs:
         if run.outcome == Outcome.ABORTED and BUDGET_WORD in (run.reason or "").lower():
             out += _budget_close(obs, trace, run)

@@ -16,7 +16,7 @@ OK_STATUS = 200
 
 def check_retry_intent(obs: Observation, scenario: Scenario) -> list[Violation]:
     t = obs.transcript
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     # Commits that record what happens after a failed request: the intent to retry, or giving up.
     intent = {r.seq for r in t.of_kind("retry_pending")}
     intent |= {r.finished_seq for r in t.runs if r.outcome == Outcome.FAILED and r.finished_seq}

@@ -14,7 +14,7 @@ RERUN = "rerun"
 
 
 def check_safe_rerun(obs: Observation, scenario: Scenario) -> list[Violation]:
-    trace = Trace(obs)
+    trace = Trace.of(obs)
     table = call_table(obs.transcript)
     effects = site_effects(trace, table)
     out: list[Violation] = []

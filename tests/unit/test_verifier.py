@@ -186,3 +186,24 @@ def test_an_unreadable_store_is_judged_by_store_free_checks_only() -> None:
     violations = verify(obs, scenario)
     assert ids(violations) == {Id.LOG_INTEGRITY}
     assert "line 3: checksum mismatch" in violations[0].message
+
+
+def test_verify_builds_one_trace_per_observation_and_checks_share_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.verify import trace as trace_module  # noqa: PLC0415 - patched below
+
+    built: list[Observation] = []
+    original = trace_module.Trace.__init__
+
+    def counting(self: trace_module.Trace, obs: Observation) -> None:
+        built.append(obs)
+        original(self, obs)
+
+    monkeypatch.setattr(trace_module.Trace, "__init__", counting)
+    obs, scenario = changelog_baseline(), changelog_scenario()
+    assert verify(obs, scenario) == []
+    assert built == [obs]
+    # Outside verify (or for another observation) a check gets a trace of its own.
+    other = changelog_baseline()
+    assert trace_module.Trace.of(other).obs is other
+    assert trace_module.Trace.of(obs) is not trace_module.Trace.of(obs)
