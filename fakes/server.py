@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socketserver
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -22,14 +23,34 @@ SOCKET_TIMEOUT_S = 5.0
 
 
 class _Server(ThreadingHTTPServer):
-    # Handler threads are daemons (never block interpreter exit) but server_close() still
-    # joins them (block_on_close), so stop() leaves no thread behind.
+    # Handler threads are daemons, so they never hold up interpreter exit. socketserver does
+    # not track daemon threads (server_close() joins only the others), so the server keeps its
+    # own list and stop() joins them: it leaves no thread behind.
     daemon_threads = True
-    block_on_close = True
 
     def __init__(self, address: tuple[str, int], provider: FakeProvider) -> None:
         self.provider = provider
+        self._handlers: list[threading.Thread] = []
+        self._handlers_lock = threading.Lock()
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(target=self.process_request_thread,
+                                  args=(request, client_address), daemon=True,
+                                  name=f"fake-provider-request-{client_address[1]}")
+        with self._handlers_lock:
+            self._handlers = [t for t in self._handlers if t.is_alive()]
+            self._handlers.append(thread)
+        thread.start()
+
+    def join_handlers(self, timeout_s: float) -> None:
+        """Wait for every request thread; each is bounded by its socket timeout and by the
+        provider's `stopping` event (held responses wake on it)."""
+        deadline = time.monotonic() + timeout_s
+        with self._handlers_lock:
+            handlers, self._handlers = self._handlers, []
+        for thread in handlers:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind does a reverse DNS lookup (getfqdn) we neither need nor want.
@@ -129,8 +150,9 @@ class FakeProvider:
         if server is None:
             return
         self.stopping.set()
-        server.shutdown()
+        server.shutdown()  # no request is accepted after this returns
         server.server_close()
+        server.join_handlers(SOCKET_TIMEOUT_S + 1.0)
         if thread is not None:
             thread.join()
         self._server = self._thread = None
