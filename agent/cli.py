@@ -181,8 +181,12 @@ def _warm() -> None:
               "--fsync", "off", "--retry-delay", "0.1", "--max-retries", "1",
               "--resume-budget", "1", "--provider-timeout", "1.0", "--tools", "read",
               "--policy", "read=safe"]
-    _PARSER.parse_args([*common, "recover"])
-    _PARSER.parse_args([*common, "run", "task"])
+    try:
+        _PARSER.parse_args([*common, "recover"])
+        _PARSER.parse_args([*common, "run", "task"])
+    except SystemExit:
+        raise RuntimeError("agent.cli._warm: its sample command lines no longer parse; "
+                           "update them with the options") from None
 
 
 _warm()

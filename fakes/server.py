@@ -38,19 +38,22 @@ class _Server(ThreadingHTTPServer):
         thread = threading.Thread(target=self.process_request_thread,
                                   args=(request, client_address), daemon=True,
                                   name=f"fake-provider-request-{client_address[1]}")
+        thread.start()  # if this raises, serve_forever drops the request; nothing to track
         with self._handlers_lock:
             self._handlers = [t for t in self._handlers if t.is_alive()]
             self._handlers.append(thread)
-        thread.start()
 
-    def join_handlers(self, timeout_s: float) -> None:
+    def join_handlers(self, timeout_s: float) -> list[threading.Thread]:
         """Wait for every request thread; each is bounded by its socket timeout and by the
-        provider's `stopping` event (held responses wake on it)."""
+        provider's `stopping` event (held responses wake on it). Returns those still running."""
         deadline = time.monotonic() + timeout_s
         with self._handlers_lock:
-            handlers, self._handlers = self._handlers, []
+            handlers = list(self._handlers)
         for thread in handlers:
             thread.join(max(0.0, deadline - time.monotonic()))
+        with self._handlers_lock:
+            self._handlers = [t for t in self._handlers if t.is_alive()]
+            return list(self._handlers)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind does a reverse DNS lookup (getfqdn) we neither need nor want.

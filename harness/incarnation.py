@@ -141,12 +141,16 @@ class Incarnation:
         caller grants N-1, and events before N cost no round trip (the caller still reads each
         of them, in order, from the channel).
         """
-        if n <= self._granted:
-            return
-        # The agent may die between its event and our permit; the caller then sees EOF next.
-        with contextlib.suppress(BrokenPipeError):
-            os.write(self._ack_fd, b"c" * (n - self._granted))
-        self._granted = n
+        # Callers grant at most a few hundred ahead, far below a pipe's 64 KiB, so the write
+        # does not block; a short write (a signal) counts only what was written.
+        while n > self._granted:
+            try:
+                written = os.write(self._ack_fd, b"c" * (n - self._granted))
+            except BrokenPipeError:
+                # The agent died between its event and our permit; the caller sees EOF next.
+                self._granted = n
+                return
+            self._granted += written
 
     @property
     def events_read(self) -> int:

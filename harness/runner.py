@@ -232,10 +232,11 @@ class CaseRunner:
         done = inc.events_read
         if _pending(scenario, deliveries):
             inc.permit_through(done)
-        elif step is not None:
-            inc.permit_through(max(done, step.n - 1))
-        elif inc.granted - done < RUN_AHEAD // 4:
-            inc.permit_through(done + RUN_AHEAD)
+            return
+        # Permits go out in batches (a pipe holds 64 KiB), topped up as events are read.
+        if inc.granted - done < RUN_AHEAD // 4:
+            target = done + RUN_AHEAD
+            inc.permit_through(target if step is None else max(done, min(target, step.n - 1)))
 
     def _deliver(self, event: Any, spec: LaunchSpec, index: int, scenario: Scenario,
                  deliveries: list[Delivery]) -> None:

@@ -5,7 +5,9 @@ On a disk filesystem that costs about 10 ms of metadata work per case (measured 
 against 0.5 ms on tmpfs), more than a forked incarnation. A SIGKILL never loses data the agent
 wrote (it is in the page cache either way), so a RAM filesystem changes no verdict; only a power
 cut would differ, and the matrix does not simulate those. `CRASHMATRIX_TMPDIR` overrides the
-choice (an empty value means the platform's temporary directory).
+choice (an empty value means the platform's temporary directory); so does a `TMPDIR` the user
+set. A RAM directory mounted `noexec` (hardened hosts do that to /dev/shm) is not used: a
+scenario may run programs from its workspace.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ def scratch_parent(environ: dict[str, str] | None = None) -> str | None:
     env = os.environ if environ is None else environ
     if "CRASHMATRIX_TMPDIR" in env:
         return env["CRASHMATRIX_TMPDIR"] or None
+    if env.get("TMPDIR"):
+        return None  # the user chose where temporary files go; tempfile honours it
     for candidate in RAM_CANDIDATES:
         try:
             if (candidate.is_dir() and os.access(candidate, os.W_OK | os.X_OK)
+                    and not os.statvfs(candidate).f_flag & os.ST_NOEXEC
                     and shutil.disk_usage(candidate).free >= MIN_FREE_BYTES):
                 return str(candidate)
         except OSError:

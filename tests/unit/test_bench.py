@@ -16,22 +16,25 @@ def _package(root: Path) -> None:
     (root / "benchpkg" / "mod.py").write_text("def f() -> int:\n    return 2\n")
 
 
-def test_with_bytecode_off_it_compiles_into_a_private_prefix_and_restores_the_environment(
+def test_with_bytecode_off_the_agents_may_cache_it_and_the_package_is_compiled_first(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _package(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     with cached_bytecode("benchpkg") as intervened:
         assert intervened
         assert "PYTHONDONTWRITEBYTECODE" not in os.environ
-        prefix = Path(os.environ["PYTHONPYCACHEPREFIX"])
-        compiled = sorted(p.name.split(".")[0] for p in prefix.rglob("benchpkg/*.pyc"))
+        compiled = sorted(p.name.split(".")[0] for p in tmp_path.rglob("benchpkg/__pycache__/*.pyc"))
         assert compiled == ["__init__", "mod"]
     assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1"
-    assert "PYTHONPYCACHEPREFIX" not in os.environ
-    assert not prefix.exists()
-    assert not list(tmp_path.rglob("*.pyc")), "the source tree got bytecode"
+
+
+def test_the_environment_is_restored_when_the_block_fails(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    with pytest.raises(RuntimeError), cached_bytecode("no_such_package_here"):
+        raise RuntimeError("boom")
+    assert os.environ["PYTHONDONTWRITEBYTECODE"] == "1"
 
 
 def test_with_bytecode_on_it_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,24 @@ from harness import scratch
 def test_the_environment_override_wins(tmp_path: Path) -> None:
     assert scratch.scratch_parent({"CRASHMATRIX_TMPDIR": str(tmp_path)}) == str(tmp_path)
     assert scratch.scratch_parent({"CRASHMATRIX_TMPDIR": ""}) is None
+
+
+def test_a_tmpdir_the_user_set_is_honoured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(scratch, "RAM_CANDIDATES", (tmp_path,))
+    assert scratch.scratch_parent({"TMPDIR": "/somewhere"}) is None
+    assert scratch.scratch_parent({"TMPDIR": "/x", "CRASHMATRIX_TMPDIR": str(tmp_path)}) == str(tmp_path)
+
+
+def test_a_noexec_ram_directory_is_not_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(scratch, "RAM_CANDIDATES", (tmp_path,))
+    real = os.statvfs
+
+    class NoExec:
+        def __init__(self, path: object) -> None:
+            self.f_flag = real(path).f_flag | os.ST_NOEXEC  # type: ignore[arg-type]
+
+    monkeypatch.setattr(scratch.os, "statvfs", NoExec)
+    assert scratch.scratch_parent({}) is None
 
 
 def test_a_writable_ram_directory_is_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
