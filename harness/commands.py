@@ -131,6 +131,10 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         fail(str(exc))
         return
     scenarios = _scenarios(names, dirs)
+    for s in scenarios:
+        if s.matrix.max_depth is not None and s.matrix.max_depth < depth:
+            click.echo(f"crashmatrix: {s.name}: schedules capped at depth {s.matrix.max_depth} by "
+                       f"its [matrix] max_depth ({s.source})", err=True)
     out_dir = Path(out)
     declared = list(_adapter(agent).declared_branches())
     out_dir.mkdir(parents=True, exist_ok=True)

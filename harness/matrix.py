@@ -41,6 +41,11 @@ class Matrix:
         self.runner = CaseRunner(config.runner, self.stop)
         self.by_name = {s.name: s for s in config.scenarios}
 
+    def depth_of(self, scenario: str) -> int:
+        """The run's --depth, capped by the scenario's `[matrix] max_depth`."""
+        cap = self.by_name[scenario].matrix.max_depth
+        return self.config.depth if cap is None else min(self.config.depth, cap)
+
     def run_case(self, case: Case) -> CaseResult:
         scenario = self.by_name[case.scenario]
         started = time.monotonic()
@@ -82,7 +87,7 @@ class Matrix:
                         if result.verdict in (Verdict.PASS, Verdict.FAIL):
                             if case.depth == 0:
                                 children = single_crash_cases(case.scenario, result.trace[0])
-                            elif case.depth < cfg.depth:
+                            elif case.depth < self.depth_of(case.scenario):
                                 children = extensions(case, result.trace)
                             loop = crash_loop_extension(
                                 case, result.trace, self.by_name[case.scenario].matrix.crash_loop)

@@ -7,6 +7,7 @@ make no request and run no effect; the verifier checks that on every case, for f
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -116,11 +117,9 @@ class CaseRunner:
                     raise CaseAborted(case.case_id)
                 restart = index > 1
                 tools = scenario.tools
-                policies = {t.value: p.value for t, p in tools.policies_at(restart=restart).items()}
-                overrides = {t.value: p.value for t, p in tools.overrides_at(restart=restart).items()}
-                spec = LaunchSpec(
+                base = LaunchSpec(
                     session=session, workspace=workspace, provider_url=url,
-                    tools=[t.value for t in scenario.tools.enabled], policies=overrides,
+                    tools=[t.value for t in scenario.tools.enabled], policies={},
                     resume_budget=scenario.agent.resume_budget, max_retries=scenario.agent.max_retries,
                     retry_delay_s=scenario.agent.retry_delay_s,
                     provider_timeout_s=scenario.agent.provider_timeout_s, fsync=cfg.fsync,
@@ -129,7 +128,16 @@ class CaseRunner:
                 # recover: the caller's `run` failed, and a caller retries it. Anything later
                 # must be recovered, never re-submitted.
                 # Once accepted, always: the store is only read until the task is in it.
-                accepted = accepted or (restart and bool(cfg.adapter.read_transcript(spec).runs))
+                accepted = accepted or (restart and bool(cfg.adapter.read_transcript(base).runs))
+                # Restart policies model a registration that changed between the run that
+                # recorded a call and its recovery, so they apply to incarnations that recover.
+                # A `run` re-issued before anything was accepted is still a first run: under a
+                # restart policy that calls a never-replay tool `safe`, its calls would be
+                # recorded safe and rightly re-run, a double effect no agent could avoid.
+                policies = {t.value: p.value for t, p in tools.policies_at(restart=accepted).items()}
+                overrides = {t.value: p.value
+                             for t, p in tools.overrides_at(restart=accepted).items()}
+                spec = dataclasses.replace(base, policies=overrides)
                 args = (cfg.adapter.recover_args(spec) if accepted
                         else cfg.adapter.start_args(spec, scenario.task))
                 record = IncarnationRecord(index, "recover" if accepted else "run", policies,

@@ -221,9 +221,12 @@ class MatrixSettings:
 
     `crash_loop = N` adds, for every single-crash case, a schedule that crashes again at the same
     boundary in each of the next N-1 incarnations: an agent that keeps dying at the same step.
+    `max_depth = N` caps how many crashes a schedule of this scenario may hold, whatever --depth
+    asks, for a scenario whose expectation only holds up to N crashes (its file says why).
     """
 
     crash_loop: int = 1
+    max_depth: int | None = None
 
 
 class CallIds(StrEnum):

@@ -465,9 +465,11 @@ def _agent(at: _At, value: object) -> AgentSettings:
 
 
 def _matrix(at: _At, value: object) -> MatrixSettings:
-    t = _table(at, value, ("crash_loop",))
-    return MatrixSettings(crash_loop=_opt(t, "crash_loop", at, lambda a, v: _int(a, v, minimum=1),
-                                          MatrixSettings().crash_loop))
+    t = _table(at, value, ("crash_loop", "max_depth"))
+    return MatrixSettings(
+        crash_loop=_opt(t, "crash_loop", at, lambda a, v: _int(a, v, minimum=1),
+                        MatrixSettings().crash_loop),
+        max_depth=_opt(t, "max_depth", at, lambda a, v: _int(a, v, minimum=1), None))
 
 
 def _provider(at: _At, value: object) -> ProviderSettings:

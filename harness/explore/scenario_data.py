@@ -110,5 +110,6 @@ def scenario_data(s: Scenario) -> Data:
         "inputs": [{"id": i.id, "text": i.text, "at": str(i.at)} for i in s.inputs],
         "cancels": [{"id": c.id, "at": str(c.at)} for c in s.cancels],
         "expect": _expect(s.expect),
-        "matrix": {"crash_loop": s.matrix.crash_loop},
+        "matrix": {"crash_loop": s.matrix.crash_loop,
+                   **({} if s.matrix.max_depth is None else {"max_depth": s.matrix.max_depth})},
     }

@@ -190,3 +190,13 @@ def test_bench_measures_both_modes_side_by_side_and_its_figures_agree(tmp_path: 
     assert len(data["rss_after_each_repeat_mb"]) == 2
     assert 0 < data["peak_rss_mb"] < 1000
     assert data["failed"] == 0
+
+
+def test_a_scenario_max_depth_caps_deeper_schedules_and_says_so(tmp_path: Path) -> None:
+    proc = crashmatrix("run", "--scenario", "policy-loosened", "--depth", "2",
+                       "--out", str(tmp_path / "out"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "policy-loosened: schedules capped at depth 1 by its [matrix] max_depth" in proc.stderr
+    single = crashmatrix("list", "--scenario", "policy-loosened", "--cases").stdout.splitlines()
+    assert json.loads(proc.stdout)["cases"] == len(single)
+    assert {r["depth"] for r in results(tmp_path / "out")} == {0, 1}

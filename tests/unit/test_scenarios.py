@@ -200,3 +200,11 @@ def test_unknown_call_id_scheme_names_the_field_and_the_choices(tmp_path: Path) 
     err = error_of(tmp_path, MINIMAL + '\n[provider]\ncall_ids = "random"\n')
     assert err.field == "provider.call_ids"
     assert "unknown call id scheme 'random'; expected one of history, per-response" in err.message
+
+
+def test_max_depth_is_read_and_checked(tmp_path: Path) -> None:
+    capped = load_file(write(tmp_path, MINIMAL + "\n[matrix]\nmax_depth = 1\n", name="capped"))
+    assert capped.matrix.max_depth == 1
+    assert load_file(write(tmp_path, MINIMAL, name="free")).matrix.max_depth is None
+    err = error_of(tmp_path, MINIMAL + "\n[matrix]\nmax_depth = 0\n")
+    assert err.field == "matrix.max_depth"
