@@ -43,9 +43,9 @@ class _Server(ThreadingHTTPServer):
             self._handlers = [t for t in self._handlers if t.is_alive()]
             self._handlers.append(thread)
 
-    def join_handlers(self, timeout_s: float) -> list[threading.Thread]:
+    def join_handlers(self, timeout_s: float) -> None:
         """Wait for every request thread; each is bounded by its socket timeout and by the
-        provider's `stopping` event (held responses wake on it). Returns those still running."""
+        provider's `stopping` event (held responses wake on it). Any still running stay listed."""
         deadline = time.monotonic() + timeout_s
         with self._handlers_lock:
             handlers = list(self._handlers)
@@ -53,7 +53,6 @@ class _Server(ThreadingHTTPServer):
             thread.join(max(0.0, deadline - time.monotonic()))
         with self._handlers_lock:
             self._handlers = [t for t in self._handlers if t.is_alive()]
-            return list(self._handlers)
 
     def server_bind(self) -> None:
         # HTTPServer.server_bind does a reverse DNS lookup (getfqdn) we neither need nor want.
