@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent import inbox, probe
-from agent.lock import SessionLocked
-from agent.log import LogCorrupt, read_commits
-from agent.loop import Agent, AgentConfig
-from agent.provider import ProviderClient, ProviderConfig
-from agent.records import Outcome, Replay
-from agent.recovery import RecoveryError
-from agent.tools import BUILTINS, Registry
-from agent.transcript import render
+from crashmatrix.agent import inbox, probe
+from crashmatrix.agent.lock import SessionLocked
+from crashmatrix.agent.log import LogCorrupt, read_commits
+from crashmatrix.agent.loop import Agent, AgentConfig
+from crashmatrix.agent.provider import ProviderClient, ProviderConfig
+from crashmatrix.agent.records import Outcome, Replay
+from crashmatrix.agent.recovery import RecoveryError
+from crashmatrix.agent.tools import BUILTINS, Registry
+from crashmatrix.agent.transcript import render
 
 EXIT_OK = 0
 EXIT_RUN_FAILED = 1
@@ -185,7 +185,7 @@ def _warm() -> None:
         _PARSER.parse_args([*common, "recover"])
         _PARSER.parse_args([*common, "run", "task"])
     except SystemExit:
-        raise RuntimeError("agent.cli._warm: its sample command lines no longer parse; "
+        raise RuntimeError("crashmatrix.agent.cli._warm: its sample command lines no longer parse; "
                            "update them with the options") from None
 
 

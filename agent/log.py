@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent.probe import ProbeKind, probe
-from agent.records import Entry, commit_label
+from crashmatrix.agent.probe import ProbeKind, probe
+from crashmatrix.agent.records import Entry, commit_label
 
 _CRC_SUFFIX_LEN = len(',"crc":"00000000"}')
 

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agent import inbox
-from agent import records as R
-from agent.lock import SessionLock
-from agent.log import SessionLog
-from agent.probe import ProbeKind, probe
-from agent.provider import ProviderClient, ProviderError
-from agent.records import Entry, Outcome, Recovered, Replay, Role
-from agent.recovery import Action, CallRepair, Plan, RecoveryBranch, parse_args, plan
-from agent.state import SessionState, fold
-from agent.tools import Registry, ToolResult, invoke
+from crashmatrix.agent import inbox
+from crashmatrix.agent import records as R
+from crashmatrix.agent.lock import SessionLock
+from crashmatrix.agent.log import SessionLog
+from crashmatrix.agent.probe import ProbeKind, probe
+from crashmatrix.agent.provider import ProviderClient, ProviderError
+from crashmatrix.agent.records import Entry, Outcome, Recovered, Replay, Role
+from crashmatrix.agent.recovery import Action, CallRepair, Plan, RecoveryBranch, parse_args, plan
+from crashmatrix.agent.state import SessionState, fold
+from crashmatrix.agent.tools import Registry, ToolResult, invoke
 
 SYSTEM_PROMPT = (
     "You are a careful coding agent. Use the tools to do the task. If a tool result says its "

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from agent.records import Replay, Role
-from agent.state import PendingCall, SessionState
+from crashmatrix.agent.records import Replay, Role
+from crashmatrix.agent.state import PendingCall, SessionState
 
 
 class RecoveryBranch(StrEnum):

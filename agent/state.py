@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.records import Entry, EntryType, Role
+from crashmatrix.agent.records import Entry, EntryType, Role
 
 
 @dataclass

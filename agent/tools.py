@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from agent.records import Replay
+from crashmatrix.agent.records import Replay
 
 
 @dataclass(frozen=True)

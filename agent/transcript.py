@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent.log import Commit
-from agent.records import EntryType, Role
+from crashmatrix.agent.log import Commit
+from crashmatrix.agent.records import EntryType, Role
 
 
 def _short(text: Any, width: int = 100) -> str:

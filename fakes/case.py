@@ -6,13 +6,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from fakes import api_errors
-from fakes.conversation import Conversation
-from fakes.faults import FaultSchedule
-from fakes.pairing import check_pairing
-from fakes.records import RequestRecord
-from fakes.script import completion, match_rule, reply_message
-from scenarios.model import Fault, FaultKind, Scenario
+from crashmatrix.fakes import api_errors
+from crashmatrix.fakes.conversation import Conversation
+from crashmatrix.fakes.faults import FaultSchedule
+from crashmatrix.fakes.pairing import check_pairing
+from crashmatrix.fakes.records import RequestRecord
+from crashmatrix.fakes.script import completion, match_rule, reply_message
+from crashmatrix.scenarios.model import Fault, FaultKind, Scenario
 
 DEFAULT_MODEL = "crashmatrix-fake"
 

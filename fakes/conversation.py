@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
-from scenarios.model import Condition, ResultKey, ResultStatus
+from crashmatrix.scenarios.model import Condition, ResultKey, ResultStatus
 
 
 @dataclass(frozen=True)

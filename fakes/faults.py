@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from fakes.conversation import Conversation, holds
-from scenarios.model import Fault
+from crashmatrix.fakes.conversation import Conversation, holds
+from crashmatrix.scenarios.model import Fault
 
 
 class FaultSchedule:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakes.api_errors import ApiError, missing_tool_responses, orphan_tool_message
+from crashmatrix.fakes.api_errors import ApiError, missing_tool_responses, orphan_tool_message
 
 
 def check_pairing(messages: list[Any]) -> ApiError | None:

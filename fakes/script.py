@@ -7,10 +7,10 @@ import json
 from pathlib import PurePosixPath
 from typing import Any
 
-from fakes.conversation import Conversation, holds
-from scenarios import template
-from scenarios.errors import ScenarioError
-from scenarios.model import CallIds, Reply, ResultKey, Rule, Scenario, ToolName
+from crashmatrix.fakes.conversation import Conversation, holds
+from crashmatrix.scenarios import template
+from crashmatrix.scenarios.errors import ScenarioError
+from crashmatrix.scenarios.model import CallIds, Reply, ResultKey, Rule, Scenario, ToolName
 
 # A fixed timestamp keeps whole responses, not just messages, identical for identical histories.
 CREATED = 1_700_000_000

@@ -11,10 +11,10 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from fakes import api_errors
-from fakes.case import Case, Decision
-from fakes.records import RequestRecord
-from scenarios.model import FaultKind, Scenario
+from crashmatrix.fakes import api_errors
+from crashmatrix.fakes.case import Case, Decision
+from crashmatrix.fakes.records import RequestRecord
+from crashmatrix.scenarios.model import FaultKind, Scenario
 
 SUFFIX = "/v1/chat/completions"
 MAX_BODY = 64 * 1024 * 1024

@@ -14,10 +14,10 @@ from typing import Protocol
 
 # The adapter for our own agent may read its store with the agent's own reader: the rules for
 # what a valid log is live in one place. Other adapters read their agents' stores their own way.
-from agent import inbox
-from agent.log import LogCorrupt, read_commits
-from agent.recovery import DECLARED_BRANCHES
-from harness.transcript import Call, Message, Record, Run, ToolStart, Transcript
+from crashmatrix.agent import inbox
+from crashmatrix.agent.log import LogCorrupt, read_commits
+from crashmatrix.agent.recovery import DECLARED_BRANCHES
+from crashmatrix.harness.transcript import Call, Message, Record, Run, ToolStart, Transcript
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,9 @@ class DurableAgentAdapter:
     """Our agent in `agent/`, run as `python -m agent`."""
 
     name = "durable-agent"
-    module = "agent"
-    entry = "agent.cli:main"
-    preload: tuple[str, ...] = ("agent.cli",)
+    module = "crashmatrix.agent"
+    entry = "crashmatrix.agent.cli:main"
+    preload: tuple[str, ...] = ("crashmatrix.agent.cli",)
 
     def _common(self, spec: LaunchSpec) -> list[str]:
         argv = ["--session", str(spec.session), "--workspace", str(spec.workspace),

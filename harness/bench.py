@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import click
 from tabulate import tabulate
 
-from harness.adapter import ADAPTERS
-from harness.commands import _runner_config, _scenarios
-from harness.matrix import Matrix, MatrixConfig
-from harness.results import CaseResult
+from crashmatrix.harness.adapter import ADAPTERS
+from crashmatrix.harness.commands import _runner_config, _scenarios
+from crashmatrix.harness.matrix import Matrix, MatrixConfig
+from crashmatrix.harness.results import CaseResult
 
 
 @dataclass

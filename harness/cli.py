@@ -11,13 +11,13 @@ from types import FrameType
 
 import click
 
-from fakes import FakeProvider
-from harness.bench import bench
-from harness.commands import COMMANDS
-from harness.exitcodes import Exit
-from harness.explore import explore
-from harness.mutants import mutants
-from scenarios import ScenarioError, resolve
+from crashmatrix.fakes import FakeProvider
+from crashmatrix.harness.bench import bench
+from crashmatrix.harness.commands import COMMANDS
+from crashmatrix.harness.exitcodes import Exit
+from crashmatrix.harness.explore import explore
+from crashmatrix.harness.mutants import mutants
+from crashmatrix.scenarios import ScenarioError, resolve
 
 # The case key the standalone server uses; the URL it prints ends in /<key>/v1.
 STANDALONE_CASE = "default"

@@ -15,17 +15,23 @@ from typing import Any
 
 import click
 
-from fakes import FakeProvider
-from harness.adapter import ADAPTERS, Adapter
-from harness.case import Case, CaseIdError
-from harness.enumeration import parse_shard, single_crash_cases
-from harness.evaluate import evaluate
-from harness.exitcodes import Exit
-from harness.line_coverage import combine_and_report
-from harness.matrix import Matrix, MatrixConfig
-from harness.progress import Progress
-from harness.report_command import RUN_FILE, coverage_failures, coverage_message, load_results, report
-from harness.results import (
+from crashmatrix.fakes import FakeProvider
+from crashmatrix.harness.adapter import ADAPTERS, Adapter
+from crashmatrix.harness.case import Case, CaseIdError
+from crashmatrix.harness.enumeration import parse_shard, single_crash_cases
+from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.exitcodes import Exit
+from crashmatrix.harness.line_coverage import combine_and_report
+from crashmatrix.harness.matrix import Matrix, MatrixConfig
+from crashmatrix.harness.progress import Progress
+from crashmatrix.harness.report_command import (
+    RUN_FILE,
+    coverage_failures,
+    coverage_message,
+    load_results,
+    report,
+)
+from crashmatrix.harness.results import (
     RESULTS_FILE,
     CaseResult,
     ResultsError,
@@ -34,14 +40,14 @@ from harness.results import (
     merge,
     summary,
 )
-from harness.runner import CaseRunner, RunnerConfig
-from harness.scratch import scratch_dir
-from harness.spawn import SpawnMode, make_spawner
-from harness.timeline import render as render_timeline
-from reports.terminal import render as render_summary
-from reports.write import write_reports
-from scenarios import ScenarioError, load_all, resolve
-from scenarios.model import Scenario
+from crashmatrix.harness.runner import CaseRunner, RunnerConfig
+from crashmatrix.harness.scratch import scratch_dir
+from crashmatrix.harness.spawn import SpawnMode, make_spawner
+from crashmatrix.harness.timeline import render as render_timeline
+from crashmatrix.reports.terminal import render as render_summary
+from crashmatrix.reports.write import write_reports
+from crashmatrix.scenarios import ScenarioError, load_all, resolve
+from crashmatrix.scenarios.model import Scenario
 
 DEFAULT_OUT = "crashmatrix-out"
 
@@ -73,7 +79,7 @@ def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool
     adapter = _adapter(agent) if isinstance(agent, str) else agent
     # Under --line-coverage the agent is not preloaded: code that ran at import time in the
     # zygote would count as never run in the children that coverage measures.
-    preload = ["coverage", "harness.covered"] if coverage_dir else list(adapter.preload)
+    preload = ["coverage", "crashmatrix.harness.covered"] if coverage_dir else list(adapter.preload)
     # The zygote starts first, before this process has any thread, so it forks clean children.
     spawner = make_spawner(SpawnMode(spawn), preload)
     try:
@@ -261,9 +267,9 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
 
 
 def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool) -> None:
-    from harness.explore import ReproFileError, read_repro, run_repro  # noqa: PLC0415 - rare path
-    from harness.mutants.adapter import MutantAdapter  # noqa: PLC0415
-    from harness.mutants.catalogue import MutantName  # noqa: PLC0415
+    from crashmatrix.harness.explore import ReproFileError, read_repro, run_repro  # noqa: PLC0415 - rare path
+    from crashmatrix.harness.mutants.adapter import MutantAdapter  # noqa: PLC0415
+    from crashmatrix.harness.mutants.catalogue import MutantName  # noqa: PLC0415
 
     try:
         saved = read_repro(path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.case import Case, CrashStep, FaultKind
+from crashmatrix.harness.case import Case, CrashStep, FaultKind
 
 TORN_AT = "commit.written"  # the only boundary where a write can be half done
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import shlex
 
-from harness.observation import Observation
-from harness.results import CaseResult, Verdict
-from harness.verify import verify
-from scenarios.model import Scenario
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.verify import verify
+from crashmatrix.scenarios.model import Scenario
 
 
 def repro_command(case_id: str, scenario_dirs: list[str]) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 import psutil
 
-from harness.spawn import FreshSpawner, Launch, Spawner
+from crashmatrix.harness.spawn import FreshSpawner, Launch, Spawner
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,13 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from harness.case import Case
-from harness.enumeration import crash_loop_extension, extensions, in_shard, single_crash_cases
-from harness.evaluate import evaluate
-from harness.incarnation import kill_all
-from harness.results import CaseResult, Verdict
-from harness.runner import CaseAborted, CaseRunner, RunnerConfig
-from scenarios.model import Scenario
+from crashmatrix.harness.case import Case
+from crashmatrix.harness.enumeration import crash_loop_extension, extensions, in_shard, single_crash_cases
+from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.incarnation import kill_all
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.runner import CaseAborted, CaseRunner, RunnerConfig
+from crashmatrix.scenarios.model import Scenario
 
 OnResult = Callable[[CaseResult, int], None]  # a finished case, and the cases known so far
 

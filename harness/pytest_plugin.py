@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.case import Case
-    from scenarios.model import Scenario
+    from crashmatrix.harness.case import Case
+    from crashmatrix.scenarios.model import Scenario
 
 # The harness is imported only when --crashmatrix is given: the plugin is installed with the
 # package, so every pytest run anywhere (including the scenarios' own `pytest -q`) loads this
@@ -42,10 +42,10 @@ class _Host:
     """One fake provider and work directory per pytest process (xdist worker)."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from fakes import FakeProvider  # noqa: PLC0415 - see the note on imports above
-        from harness.adapter import ADAPTERS  # noqa: PLC0415
-        from harness.runner import RunnerConfig  # noqa: PLC0415
-        from harness.scratch import scratch_dir  # noqa: PLC0415
+        from crashmatrix.fakes import FakeProvider  # noqa: PLC0415 - see the note on imports above
+        from crashmatrix.harness.adapter import ADAPTERS  # noqa: PLC0415
+        from crashmatrix.harness.runner import RunnerConfig  # noqa: PLC0415
+        from crashmatrix.harness.scratch import scratch_dir  # noqa: PLC0415
 
         self.provider = FakeProvider()
         self.provider.start()
@@ -81,8 +81,8 @@ class CaseItem(pytest.Item):
         self.scenario = scenario
 
     def runtest(self) -> None:
-        from harness.evaluate import evaluate  # noqa: PLC0415
-        from harness.runner import CaseRunner  # noqa: PLC0415
+        from crashmatrix.harness.evaluate import evaluate  # noqa: PLC0415
+        from crashmatrix.harness.runner import CaseRunner  # noqa: PLC0415
 
         host = _host(self.config)
         obs = CaseRunner(host.runner_config).run(self.case, self.scenario)
@@ -111,9 +111,9 @@ class MatrixCollector(pytest.Collector):
         self.scenarios = scenarios
 
     def collect(self) -> Iterator[CaseItem]:
-        from harness.case import Case  # noqa: PLC0415
-        from harness.enumeration import single_crash_cases  # noqa: PLC0415
-        from harness.runner import CaseRunner  # noqa: PLC0415
+        from crashmatrix.harness.case import Case  # noqa: PLC0415
+        from crashmatrix.harness.enumeration import single_crash_cases  # noqa: PLC0415
+        from crashmatrix.harness.runner import CaseRunner  # noqa: PLC0415
 
         host = _host(self.config)
         for scenario in self.scenarios:
@@ -127,7 +127,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                                   items: list[pytest.Item]) -> None:
     if not config.getoption("crashmatrix"):
         return
-    from scenarios import ScenarioError, load_all, resolve  # noqa: PLC0415
+    from crashmatrix.scenarios import ScenarioError, load_all, resolve  # noqa: PLC0415
 
     names = config.getoption("crashmatrix_scenario")
     dirs = config.getoption("crashmatrix_scenarios")

@@ -11,11 +11,11 @@ from typing import Any, TypeGuard
 
 import click
 
-from harness.adapter import ADAPTERS
-from harness.exitcodes import Exit
-from harness.results import CaseResult, ResultsError, load, resolve_results_path
-from reports.coverage import unreached
-from reports.write import write_reports
+from crashmatrix.harness.adapter import ADAPTERS
+from crashmatrix.harness.exitcodes import Exit
+from crashmatrix.harness.results import CaseResult, ResultsError, load, resolve_results_path
+from crashmatrix.reports.coverage import unreached
+from crashmatrix.reports.write import write_reports
 
 RUN_FILE = "run.json"  # written by `run` beside results.jsonl: agent, declared branches, depth
 DEFAULT_AGENT = "durable-agent"

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.adapter import Adapter, LaunchSpec
-from harness.case import Case, FaultKind
-from harness.incarnation import Incarnation, IncarnationTimeout
-from harness.observation import Delivery, IncarnationRecord, Observation, Request
-from harness.spawn import Launch, Spawner
-from scenarios.model import Scenario
+from crashmatrix.harness.adapter import Adapter, LaunchSpec
+from crashmatrix.harness.case import Case, FaultKind
+from crashmatrix.harness.incarnation import Incarnation, IncarnationTimeout
+from crashmatrix.harness.observation import Delivery, IncarnationRecord, Observation, Request
+from crashmatrix.harness.spawn import Launch, Spawner
+from crashmatrix.scenarios.model import Scenario
 
 # Permits granted at a time to an incarnation that is to run to its end.
 RUN_AHEAD = 256
@@ -51,7 +51,7 @@ class RunnerConfig:
     spawner: Spawner | None = None  # None: a fresh interpreter per incarnation
     # With --line-coverage: recovery incarnations save coverage data of this package here.
     coverage_dir: Path | None = None
-    coverage_source: str = "agent"
+    coverage_source: str = "crashmatrix.agent"
 
 
 def case_dir_name(case: Case) -> str:

@@ -65,7 +65,7 @@ class FreshSpawner:
             argv = [sys.executable, "-m", launch.module, *launch.args]
             if launch.coverage is not None:
                 data, source = launch.coverage
-                argv = [sys.executable, "-m", "harness.covered", str(data), source, launch.entry,
+                argv = [sys.executable, "-m", "crashmatrix.harness.covered", str(data), source, launch.entry,
                         *launch.args]
             return subprocess.Popen(
                 argv,
@@ -88,7 +88,7 @@ class FreshSpawner:
 def make_spawner(mode: SpawnMode, preload: list[str]) -> Spawner:
     if mode is SpawnMode.FRESH:
         return FreshSpawner()
-    from harness.zygote import Zygote  # noqa: PLC0415 - fork mode only
+    from crashmatrix.harness.zygote import Zygote  # noqa: PLC0415 - fork mode only
 
     return Zygote(preload)
 

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from harness.case import Case, CaseIdError, CrashStep
-from harness.results import CaseResult, Verdict
-from reports.coverage import branch_coverage
+from crashmatrix.harness.case import Case, CaseIdError, CrashStep
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.reports.coverage import branch_coverage
 
 MAX_TIMELINES = 100  # failing cases drawn in full; the grid still shows every case
 MAX_TEXT = 2000  # characters of one message or evidence dump

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.results import CaseResult, Verdict
-from reports.coverage import BranchStatus, branch_coverage
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
 # `run` and `report` may both append to the same step's summary.

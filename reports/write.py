@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 
-from harness.case import Case, CaseIdError
-from harness.results import CaseResult
-from reports import html, junit, markdown
+from crashmatrix.harness.case import Case, CaseIdError
+from crashmatrix.harness.results import CaseResult
+from crashmatrix.reports import html, junit, markdown
 
 REPORT_MODE = 0o644
 

@@ -1,8 +1,8 @@
 """Scenarios as data: the TOML format, its schema and loader, and the built-in scenarios."""
 
-from scenarios.errors import ScenarioError
-from scenarios.loader import builtin_dir, load_all, load_builtin, load_dir, load_file, resolve
-from scenarios.model import (
+from crashmatrix.scenarios.errors import ScenarioError
+from crashmatrix.scenarios.loader import builtin_dir, load_all, load_builtin, load_dir, load_file, resolve
+from crashmatrix.scenarios.model import (
     AgentSettings,
     Boundary,
     BoundaryKind,

@@ -8,16 +8,16 @@ from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
-from scenarios.errors import ScenarioError
-from scenarios.model import Scenario
-from scenarios.schema import parse_scenario
+from crashmatrix.scenarios.errors import ScenarioError
+from crashmatrix.scenarios.model import Scenario
+from crashmatrix.scenarios.schema import parse_scenario
 
 _TOML_POS = re.compile(r"\s*\(at line (\d+), column (\d+)\)\s*$")
 
 
 def builtin_dir() -> Path:
     """The directory holding the built-in scenario files (package data)."""
-    return Path(str(resources.files("scenarios") / "builtin"))
+    return Path(str(resources.files("crashmatrix.scenarios") / "builtin"))
 
 
 def load_file(path: str | Path) -> Scenario:

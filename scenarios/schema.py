@@ -9,9 +9,9 @@ from pathlib import PurePosixPath
 from types import MappingProxyType
 from typing import Any, NoReturn, TypeVar
 
-from scenarios import template
-from scenarios.errors import ScenarioError
-from scenarios.model import (
+from crashmatrix.scenarios import template
+from crashmatrix.scenarios.errors import ScenarioError
+from crashmatrix.scenarios.model import (
     TOOL_ARGS,
     AgentSettings,
     Boundary,

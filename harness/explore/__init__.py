@@ -1,7 +1,7 @@
 """Exploration: Hypothesis-generated scenarios and crash schedules, shrunk failures, repro files."""
 
-from harness.explore.command import explore
-from harness.explore.repro import (
+from crashmatrix.harness.explore.command import explore
+from crashmatrix.harness.explore.repro import (
     Repro,
     ReproFileError,
     load_repro_file,

@@ -6,14 +6,14 @@ import importlib
 from types import ModuleType
 from typing import Any, cast
 
-from harness.adapter import ADAPTERS, Adapter
+from crashmatrix.harness.adapter import ADAPTERS, Adapter
 
 DEFAULT_AGENT = "durable-agent"
 # The mutant catalogue is optional (and built apart from explore): it is found by name, and
 # explore works without it.
-MUTANTS = "harness.mutants"
-MUTANT_ADAPTER = ("harness.mutants", "harness.mutants.adapter")
-MUTANT_NAMES = "harness.mutants.catalogue"
+MUTANTS = "crashmatrix.harness.mutants"
+MUTANT_ADAPTER = ("crashmatrix.harness.mutants", "crashmatrix.harness.mutants.adapter")
+MUTANT_NAMES = "crashmatrix.harness.mutants.catalogue"
 
 
 class AgentChoiceError(ValueError):

@@ -7,11 +7,11 @@ import hashlib
 import json
 from types import MappingProxyType
 
-from harness.explore.expectations import expect
-from harness.explore.plan import INPUT_TOKEN, NOTES_HEADER, ActionKind, InterruptKind, Plan
-from harness.explore.scenario_data import scenario_data
-from harness.explore.script import script
-from scenarios.model import (
+from crashmatrix.harness.explore.expectations import expect
+from crashmatrix.harness.explore.plan import INPUT_TOKEN, NOTES_HEADER, ActionKind, InterruptKind, Plan
+from crashmatrix.harness.explore.scenario_data import scenario_data
+from crashmatrix.harness.explore.script import script
+from crashmatrix.scenarios.model import (
     AgentSettings,
     Boundary,
     BoundaryKind,

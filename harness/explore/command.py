@@ -11,16 +11,16 @@ from pathlib import Path
 
 import click
 
-from fakes import FakeProvider
-from harness.exitcodes import Exit
-from harness.explore.agents import DEFAULT_AGENT, AgentChoiceError, label, resolve_adapter
-from harness.explore.report import summary_json, text_report
-from harness.explore.repro import repro_command, repro_data, write_repro
-from harness.explore.search import SearchConfig, SearchResult, search
-from harness.explore.trial import CaseCache, Finding
-from harness.runner import CaseRunner, RunnerConfig
-from harness.scratch import scratch_dir
-from harness.spawn import SpawnMode, make_spawner
+from crashmatrix.fakes import FakeProvider
+from crashmatrix.harness.exitcodes import Exit
+from crashmatrix.harness.explore.agents import DEFAULT_AGENT, AgentChoiceError, label, resolve_adapter
+from crashmatrix.harness.explore.report import summary_json, text_report
+from crashmatrix.harness.explore.repro import repro_command, repro_data, write_repro
+from crashmatrix.harness.explore.search import SearchConfig, SearchResult, search
+from crashmatrix.harness.explore.trial import CaseCache, Finding
+from crashmatrix.harness.runner import CaseRunner, RunnerConfig
+from crashmatrix.harness.scratch import scratch_dir
+from crashmatrix.harness.spawn import SpawnMode, make_spawner
 
 DEFAULT_OUT = "crashmatrix-out"
 DEFAULT_EXAMPLES = 100

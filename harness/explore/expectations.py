@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from harness.explore.plan import NOTES_HEADER, Action, ActionKind, Care, Plan
-from scenarios.model import Boundary, BoundaryKind, Expect, LineRule, Outcome, ToolName
+from crashmatrix.harness.explore.plan import NOTES_HEADER, Action, ActionKind, Care, Plan
+from crashmatrix.scenarios.model import Boundary, BoundaryKind, Expect, LineRule, Outcome, ToolName
 
 BLIND_LOST_BEFORE = Boundary(BoundaryKind.EFFECT_AFTER, ToolName.APPEND_NOTE.value)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from scenarios.model import CallIds, FaultKind, Policy, ToolName
+from crashmatrix.scenarios.model import CallIds, FaultKind, Policy, ToolName
 
 # Every appended line lands in a file that starts with this text, so exact file contents are known.
 NOTES_HEADER = "# notes\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.explore.search import SearchResult
-from harness.explore.trial import Finding
-from harness.verify.violation import short
+from crashmatrix.harness.explore.search import SearchResult
+from crashmatrix.harness.explore.trial import Finding
+from crashmatrix.harness.verify.violation import short
 
 
 def _plural(n: int, word: str, words: str | None = None) -> str:

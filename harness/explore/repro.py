@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.case import Case, CaseIdError
-from harness.evaluate import evaluate
-from harness.explore.scenario_data import scenario_data
-from harness.explore.trial import Finding
-from harness.observation import Observation
-from harness.results import CaseResult
-from harness.runner import CaseRunner, RunnerConfig
-from scenarios.errors import ScenarioError
-from scenarios.model import Scenario
-from scenarios.schema import parse_scenario
+from crashmatrix.harness.case import Case, CaseIdError
+from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.explore.scenario_data import scenario_data
+from crashmatrix.harness.explore.trial import Finding
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.results import CaseResult
+from crashmatrix.harness.runner import CaseRunner, RunnerConfig
+from crashmatrix.scenarios.errors import ScenarioError
+from crashmatrix.scenarios.model import Scenario
+from crashmatrix.scenarios.schema import parse_scenario
 
 FORMAT = "crashmatrix-repro"
 VERSION = 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scenarios.model import (
+from crashmatrix.scenarios.model import (
     Condition,
     Expect,
     Fault,

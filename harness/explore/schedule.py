@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.case import CrashStep, FaultKind
-from harness.enumeration import TORN_AT
-from scenarios.model import BoundaryKind as K
+from crashmatrix.harness.case import CrashStep, FaultKind
+from crashmatrix.harness.enumeration import TORN_AT
+from crashmatrix.scenarios.model import BoundaryKind as K
 
 PRIORITY: tuple[K, ...] = (
     K.EFFECT_AFTER, K.EFFECT_BEFORE, K.COMMIT_WRITTEN, K.COMMIT_AFTER, K.COMMIT_BEFORE,

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from harness.explore.plan import INPUT_TOKEN, Action, ActionKind, Care, Plan
-from scenarios.model import CallSpec, Condition, Reply, ResultKey, ResultStatus, Rule, ToolName
+from crashmatrix.harness.explore.plan import INPUT_TOKEN, Action, ActionKind, Care, Plan
+from crashmatrix.scenarios.model import CallSpec, Condition, Reply, ResultKey, ResultStatus, Rule, ToolName
 
 NOT_OK = frozenset({ResultStatus.UNKNOWN, ResultStatus.ERROR})
 MISSING = frozenset({ResultStatus.NONE})

@@ -11,8 +11,8 @@ import dataclasses
 
 from hypothesis import strategies as st
 
-from harness.case import FaultKind as CrashFault
-from harness.explore.plan import (
+from crashmatrix.harness.case import FaultKind as CrashFault
+from crashmatrix.harness.explore.plan import (
     Action,
     ActionKind,
     Care,
@@ -21,8 +21,8 @@ from harness.explore.plan import (
     InterruptKind,
     Plan,
 )
-from harness.explore.schedule import Draw
-from scenarios.model import CallIds, FaultKind, Policy
+from crashmatrix.harness.explore.schedule import Draw
+from crashmatrix.scenarios.model import CallIds, FaultKind, Policy
 
 MAX_TURNS = 3
 MAX_PARALLEL = 2  # calls in one assistant message

@@ -11,14 +11,14 @@ import threading
 import time
 from dataclasses import dataclass
 
-from harness.case import Case
-from harness.evaluate import evaluate
-from harness.explore.build import build_scenario
-from harness.explore.plan import Plan
-from harness.explore.schedule import Draw, pick_step
-from harness.results import CaseResult, Verdict
-from harness.runner import CaseRunner
-from scenarios.model import Scenario
+from crashmatrix.harness.case import Case
+from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.explore.build import build_scenario
+from crashmatrix.harness.explore.plan import Plan
+from crashmatrix.harness.explore.schedule import Draw, pick_step
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.runner import CaseRunner
+from crashmatrix.scenarios.model import Scenario
 
 
 class HarnessError(RuntimeError):

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from harness.adapter import DurableAgentAdapter, LaunchSpec
-from harness.mutants.catalogue import MutantName
-from harness.transcript import Transcript
+from crashmatrix.harness.adapter import DurableAgentAdapter, LaunchSpec
+from crashmatrix.harness.mutants.catalogue import MutantName
+from crashmatrix.harness.transcript import Transcript
 
 
 class MutantAdapter:
     """Everything as for the durable agent (store, inbox, branches), except how it is started."""
 
-    module = "harness.mutants.launch"
-    entry = "harness.mutants.launch:main"
+    module = "crashmatrix.harness.mutants.launch"
+    entry = "crashmatrix.harness.mutants.launch:main"
     # The zygote imports the catalogue once; each forked child applies its own mutant's patch.
-    preload: tuple[str, ...] = (*DurableAgentAdapter.preload, "harness.mutants.launch")
+    preload: tuple[str, ...] = (*DurableAgentAdapter.preload, "crashmatrix.harness.mutants.launch")
 
     def __init__(self, mutant: MutantName) -> None:
         self.mutant = mutant

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
-from harness.mutants import loop_faults as L
-from harness.mutants import recovery_faults as F
-from harness.mutants.naive import messages_only
-from harness.mutants.patching import Patcher, PatchFn
+from crashmatrix.harness.mutants import loop_faults as L
+from crashmatrix.harness.mutants import recovery_faults as F
+from crashmatrix.harness.mutants.naive import messages_only
+from crashmatrix.harness.mutants.patching import Patcher, PatchFn
 
 
 class MutantName(StrEnum):

@@ -7,19 +7,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fakes import FakeProvider
-from harness.case import Case
-from harness.enumeration import crash_loop_extension, single_crash_cases
-from harness.incarnation import kill_all
-from harness.matrix import Matrix, MatrixConfig
-from harness.mutants.adapter import MutantAdapter
-from harness.mutants.catalogue import CATALOGUE, MutantName
-from harness.mutants.ordered import first_failure, run_until_failure
-from harness.results import CaseResult, Verdict
-from harness.runner import RunnerConfig
-from harness.scratch import scratch_dir
-from harness.spawn import SpawnMode, make_spawner
-from scenarios import Scenario, load_builtin
+from crashmatrix.fakes import FakeProvider
+from crashmatrix.harness.case import Case
+from crashmatrix.harness.enumeration import crash_loop_extension, single_crash_cases
+from crashmatrix.harness.incarnation import kill_all
+from crashmatrix.harness.matrix import Matrix, MatrixConfig
+from crashmatrix.harness.mutants.adapter import MutantAdapter
+from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
+from crashmatrix.harness.mutants.ordered import first_failure, run_until_failure
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.runner import RunnerConfig
+from crashmatrix.harness.scratch import scratch_dir
+from crashmatrix.harness.spawn import SpawnMode, make_spawner
+from crashmatrix.scenarios import Scenario, load_builtin
 
 JUDGED = (Verdict.PASS, Verdict.FAIL)  # verdicts whose trace can be extended
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from agent import cli
-from harness.mutants.catalogue import UnknownMutant, apply, get
+from crashmatrix.agent import cli
+from crashmatrix.harness.mutants.catalogue import UnknownMutant, apply, get
 
 EXIT_USAGE = 2
 
@@ -23,7 +23,7 @@ def main(args: list[str] | None = None) -> int:
     try:
         mutant = get(argv[0])
     except UnknownMutant as exc:
-        print(f"harness.mutants.launch: {exc.args[0]}", file=sys.stderr)
+        print(f"crashmatrix.harness.mutants.launch: {exc.args[0]}", file=sys.stderr)
         return EXIT_USAGE
     apply(mutant)
     return cli.main(argv[1:])

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from agent import inbox
-from agent import records as R
-from agent.loop import Agent
-from agent.records import Entry, EntryType, Intent, Role
-from agent.state import SessionState
-from harness.mutants.patching import Patcher
+from crashmatrix.agent import inbox
+from crashmatrix.agent import records as R
+from crashmatrix.agent.loop import Agent
+from crashmatrix.agent.records import Entry, EntryType, Intent, Role
+from crashmatrix.agent.state import SessionState
+from crashmatrix.harness.mutants.patching import Patcher
 
 Commit = Callable[[Agent, list[Entry]], int]
 Step = Callable[[Agent, str], Any]

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from agent import records as R
-from agent.loop import Agent
-from agent.probe import ProbeKind, probe
-from agent.records import Entry, Role
-from agent.recovery import parse_args
-from agent.tools import ToolResult, invoke
-from harness.mutants.patching import Patcher
-from harness.mutants.recovery_faults import drop_tool_started
+from crashmatrix.agent import records as R
+from crashmatrix.agent.loop import Agent
+from crashmatrix.agent.probe import ProbeKind, probe
+from crashmatrix.agent.records import Entry, Role
+from crashmatrix.agent.recovery import parse_args
+from crashmatrix.agent.tools import ToolResult, invoke
+from crashmatrix.harness.mutants.patching import Patcher
+from crashmatrix.harness.mutants.recovery_faults import drop_tool_started
 
 
 def _answer(agent: Agent, run_id: str, call_id: str, tool_name: str, args_json: str,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from agent import loop, recovery, state
-from agent import records as R
-from agent.loop import Agent
-from agent.records import Entry, EntryType, Intent, Outcome, Replay, Role
-from agent.recovery import Action, CallRepair, Plan, RecoveryBranch, parse_args
-from agent.state import PendingCall, RunInfo, SessionState
-from harness.mutants.patching import Patcher
+from crashmatrix.agent import loop, recovery, state
+from crashmatrix.agent import records as R
+from crashmatrix.agent.loop import Agent
+from crashmatrix.agent.records import Entry, EntryType, Intent, Outcome, Replay, Role
+from crashmatrix.agent.recovery import Action, CallRepair, Plan, RecoveryBranch, parse_args
+from crashmatrix.agent.state import PendingCall, RunInfo, SessionState
+from crashmatrix.harness.mutants.patching import Patcher
 
 B = RecoveryBranch
 Resolve = Callable[[PendingCall, Mapping[str, Replay]], CallRepair]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
-from harness.observation import Observation
-from harness.verify.calls import CallSite, CallTable, call_table
-from harness.verify.effects import befores, site_effects, site_policy
-from harness.verify.trace import Trace
-from harness.verify.violation import InvariantId, Violation
-from scenarios.model import Policy, Scenario, ToolName, count_lines
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table
+from crashmatrix.harness.verify.effects import befores, site_effects, site_policy
+from crashmatrix.harness.verify.trace import Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation
+from crashmatrix.scenarios.model import Policy, Scenario, ToolName, count_lines
 
 ID = InvariantId.AT_MOST_ONCE
 RULE = "a never-replay call may take effect at most once"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.transcript import Call, Message, ToolStart, Transcript
-from scenarios.model import Role
+from crashmatrix.harness.transcript import Call, Message, ToolStart, Transcript
+from crashmatrix.scenarios.model import Role
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from harness.observation import Observation
-from harness.verify.at_most_once import check_at_most_once
-from harness.verify.continuation import check_continuation
-from harness.verify.finished import check_finished_stays_finished
-from harness.verify.liveness import check_liveness
-from harness.verify.log_integrity import check_log_integrity
-from harness.verify.no_silent_success import check_no_silent_success
-from harness.verify.oracle import check_scenario_oracle
-from harness.verify.pairing import check_pairing
-from harness.verify.queued_input import check_queued_input
-from harness.verify.resume_budget import check_resume_budget
-from harness.verify.retry_intent import check_retry_intent
-from harness.verify.safe_rerun import check_safe_rerun
-from harness.verify.trace import shared_trace
-from harness.verify.violation import InvariantId, Violation
-from scenarios.model import Scenario
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.verify.at_most_once import check_at_most_once
+from crashmatrix.harness.verify.continuation import check_continuation
+from crashmatrix.harness.verify.finished import check_finished_stays_finished
+from crashmatrix.harness.verify.liveness import check_liveness
+from crashmatrix.harness.verify.log_integrity import check_log_integrity
+from crashmatrix.harness.verify.no_silent_success import check_no_silent_success
+from crashmatrix.harness.verify.oracle import check_scenario_oracle
+from crashmatrix.harness.verify.pairing import check_pairing
+from crashmatrix.harness.verify.queued_input import check_queued_input
+from crashmatrix.harness.verify.resume_budget import check_resume_budget
+from crashmatrix.harness.verify.retry_intent import check_retry_intent
+from crashmatrix.harness.verify.safe_rerun import check_safe_rerun
+from crashmatrix.harness.verify.trace import shared_trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation
+from crashmatrix.scenarios.model import Scenario
 
 Check = Callable[[Observation, Scenario], list[Violation]]
 

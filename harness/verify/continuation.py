@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.observation import Observation
-from harness.verify.violation import InvariantId, Violation, short
-from scenarios.model import Role, Scenario
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.verify.violation import InvariantId, Violation, short
+from crashmatrix.scenarios.model import Role, Scenario
 
 ID = InvariantId.CONTINUATION
 SYSTEM = "system"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.verify.calls import CallSite, CallTable
-from harness.verify.trace import Located, Pos, Trace
-from scenarios.model import BoundaryKind
+from crashmatrix.harness.verify.calls import CallSite, CallTable
+from crashmatrix.harness.verify.trace import Located, Pos, Trace
+from crashmatrix.scenarios.model import BoundaryKind
 
 
 def _before(landed: Pos | None, at: Pos) -> bool:

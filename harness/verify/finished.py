@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.observation import IncarnationRecord, Observation
-from harness.verify.trace import Trace
-from harness.verify.violation import InvariantId, Violation
-from scenarios.model import BoundaryKind, Outcome, Scenario
+from crashmatrix.harness.observation import IncarnationRecord, Observation
+from crashmatrix.harness.verify.trace import Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation
+from crashmatrix.scenarios.model import BoundaryKind, Outcome, Scenario
 
 ID = InvariantId.FINISHED_STAYS_FINISHED
 FINAL = frozenset({Outcome.COMPLETED.value, Outcome.CANCELLED.value, Outcome.STOPPED.value})

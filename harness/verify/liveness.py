@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.observation import Observation
-from harness.verify.trace import Trace
-from harness.verify.violation import InvariantId, Violation
-from scenarios.model import Scenario
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.verify.trace import Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation
+from crashmatrix.scenarios.model import Scenario
 
 ID = InvariantId.LIVENESS
 # 0: done; 1: the run ended failed or aborted, a normal verdict of the agent on its run.

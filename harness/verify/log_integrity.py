@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.observation import Observation
-from harness.verify.trace import Trace
-from harness.verify.violation import InvariantId, Violation, short
-from scenarios.model import Scenario
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.verify.trace import Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation, short
+from crashmatrix.scenarios.model import Scenario
 
 ID = InvariantId.LOG_INTEGRITY
 

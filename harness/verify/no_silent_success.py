@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from harness.observation import Observation
-from harness.transcript import Message
-from harness.verify.calls import CallSite, call_table
-from harness.verify.effects import afters, site_effects
-from harness.verify.trace import Located, Trace
-from harness.verify.violation import InvariantId, Violation, short
-from scenarios.model import Scenario
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.transcript import Message
+from crashmatrix.harness.verify.calls import CallSite, call_table
+from crashmatrix.harness.verify.effects import afters, site_effects
+from crashmatrix.harness.verify.trace import Located, Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation, short
+from crashmatrix.scenarios.model import Scenario
 
 ID = InvariantId.NO_SILENT_SUCCESS
 RERUN = "rerun"

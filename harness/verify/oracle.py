@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from harness.observation import Observation
-from harness.verify.trace import Trace
-from harness.verify.violation import InvariantId, Violation, short
-from scenarios.model import LineRule, Role, Scenario, count_lines
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.verify.trace import Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation, short
+from crashmatrix.scenarios.model import LineRule, Role, Scenario, count_lines
 
 ID = InvariantId.SCENARIO_ORACLE
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from harness.observation import Observation
-from harness.verify.calls import call_table
-from harness.verify.trace import Trace
-from harness.verify.violation import InvariantId, Violation
-from scenarios.model import Role, Scenario
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.verify.calls import call_table
+from crashmatrix.harness.verify.trace import Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation
+from crashmatrix.scenarios.model import Role, Scenario
 
 ID = InvariantId.PAIRING
 

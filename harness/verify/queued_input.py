@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from harness.observation import Delivery, Observation
-from harness.transcript import Record, Run, Transcript
-from harness.verify.trace import Pos, Trace
-from harness.verify.violation import InvariantId, Violation, short
-from scenarios.model import BoundaryKind, Outcome, Role, Scenario
+from crashmatrix.harness.observation import Delivery, Observation
+from crashmatrix.harness.transcript import Record, Run, Transcript
+from crashmatrix.harness.verify.trace import Pos, Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation, short
+from crashmatrix.scenarios.model import BoundaryKind, Outcome, Role, Scenario
 
 ID = InvariantId.QUEUED_INPUT
 INPUT, CANCEL = "input", "cancel"

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from harness.observation import Observation
-from harness.transcript import Run
-from harness.verify.trace import Trace
-from harness.verify.violation import InvariantId, Violation
-from scenarios.model import BoundaryKind, Outcome, Scenario
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.transcript import Run
+from crashmatrix.harness.verify.trace import Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation
+from crashmatrix.scenarios.model import BoundaryKind, Outcome, Scenario
 
 ID = InvariantId.RESUME_BUDGET
 BUDGET_WORD = "budget"  # a run closed for budget says so in its reason (DESIGN 3.4.5)

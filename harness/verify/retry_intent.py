@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from harness.observation import IncarnationRecord, Observation
-from harness.transcript import Transcript
-from harness.verify.trace import Located, Trace
-from harness.verify.violation import InvariantId, Violation
-from scenarios.model import BoundaryKind, Outcome, Scenario
+from crashmatrix.harness.observation import IncarnationRecord, Observation
+from crashmatrix.harness.transcript import Transcript
+from crashmatrix.harness.verify.trace import Located, Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation
+from crashmatrix.scenarios.model import BoundaryKind, Outcome, Scenario
 
 ID = InvariantId.RETRY_INTENT
 K = BoundaryKind

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from harness.observation import Observation
-from harness.verify.calls import call_table
-from harness.verify.effects import incarnations_of, site_effects, site_policy
-from harness.verify.trace import Trace
-from harness.verify.violation import InvariantId, Violation
-from scenarios.model import Policy, Scenario
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.verify.calls import call_table
+from crashmatrix.harness.verify.effects import incarnations_of, site_effects, site_policy
+from crashmatrix.harness.verify.trace import Trace
+from crashmatrix.harness.verify.violation import InvariantId, Violation
+from crashmatrix.scenarios.model import Policy, Scenario
 
 ID = InvariantId.SAFE_RERUN
 RERUN = "rerun"

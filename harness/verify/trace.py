@@ -7,10 +7,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from harness.incarnation import ProbeEvent
-from harness.observation import IncarnationRecord, Observation, Request
-from harness.verify.violation import event_ref, event_text
-from scenarios.model import BoundaryKind
+from crashmatrix.harness.incarnation import ProbeEvent
+from crashmatrix.harness.observation import IncarnationRecord, Observation, Request
+from crashmatrix.harness.verify.violation import event_ref, event_text
+from crashmatrix.scenarios.model import BoundaryKind
 
 # Probe events are totally ordered by (incarnation, event number): incarnations never overlap,
 # because the session lock admits one writer at a time.

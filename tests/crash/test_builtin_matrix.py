@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.recovery import DECLARED_BRANCHES
+from crashmatrix.agent.recovery import DECLARED_BRANCHES
 
 pytestmark = pytest.mark.crash
-CLI = [sys.executable, "-c", "from harness.cli import main; main()"]
+CLI = [sys.executable, "-m", "crashmatrix"]
 SCENARIOS = str(Path(__file__).resolve().parents[1] / "support" / "scenarios")
 REPORTS = ("summary.md", "junit.xml", "report.html")
 

@@ -16,17 +16,17 @@ from typing import Any
 import psutil
 import pytest
 
-from harness.adapter import DurableAgentAdapter
-from harness.explore import read_repro, run_repro
-from harness.explore.agents import resolve_adapter
-from harness.explore.repro import Repro, repro_data, write_repro
-from harness.explore.search import SearchConfig, search
-from harness.explore.trial import CaseCache
-from harness.runner import CaseRunner, RunnerConfig
-from harness.spawn import SpawnMode, make_spawner
+from crashmatrix.harness.adapter import DurableAgentAdapter
+from crashmatrix.harness.explore import read_repro, run_repro
+from crashmatrix.harness.explore.agents import resolve_adapter
+from crashmatrix.harness.explore.repro import Repro, repro_data, write_repro
+from crashmatrix.harness.explore.search import SearchConfig, search
+from crashmatrix.harness.explore.trial import CaseCache
+from crashmatrix.harness.runner import CaseRunner, RunnerConfig
+from crashmatrix.harness.spawn import SpawnMode, make_spawner
 
 pytestmark = pytest.mark.crash
-CLI = [sys.executable, "-c", "from harness.cli import main; main()"]
+CLI = [sys.executable, "-m", "crashmatrix"]
 MARKER = "CRASHMATRIX_EXPLORE_TEST"
 
 
@@ -58,7 +58,7 @@ def run_explore(*args: str, out: Path) -> tuple[subprocess.CompletedProcess[str]
 @pytest.fixture
 def config(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     """A runner config factory for in-process replays; every process it starts is reaped."""
-    from fakes import FakeProvider  # noqa: PLC0415 - only these tests start a provider
+    from crashmatrix.fakes import FakeProvider  # noqa: PLC0415 - only these tests start a provider
 
     marker = uuid.uuid4().hex
     monkeypatch.setenv(MARKER, marker)
@@ -97,7 +97,7 @@ def test_explore_finds_nothing_on_the_correct_agent(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mutant", ["rerun-never", "resume-finished"])
 def test_explore_shrinks_a_mutant_and_the_printed_command_reproduces_it(
         tmp_path: Path, mutant: str) -> None:
-    pytest.importorskip("harness.mutants")
+    pytest.importorskip("crashmatrix.harness.mutants")
     proc, marker = run_explore("--mutant", mutant, "--examples", "40", "--seed", "1", out=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert leftovers(marker) == []
@@ -128,7 +128,7 @@ def test_explore_shrinks_a_mutant_and_the_printed_command_reproduces_it(
 
 def rerun_never_main(argv: list[str]) -> int:
     """The agent, except that recovery re-runs every started call, never-replay ones too."""
-    from agent import cli, recovery  # noqa: PLC0415 - patched in the forked agent only
+    from crashmatrix.agent import cli, recovery  # noqa: PLC0415 - patched in the forked agent only
 
     correct = recovery.resolve_call
 

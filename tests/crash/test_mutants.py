@@ -11,12 +11,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.mutants.catalogue import CATALOGUE, MutantName
-from harness.mutants.hunt import hunt_all
-from harness.spawn import SpawnMode
+from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
+from crashmatrix.harness.mutants.hunt import hunt_all
+from crashmatrix.harness.spawn import SpawnMode
 
 pytestmark = pytest.mark.crash
-COMMAND = [sys.executable, "-c", "from harness.mutants import mutants; mutants()"]
+COMMAND = [sys.executable, "-m", "crashmatrix", "mutants"]
 
 
 def leftovers(root: Path) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.write import ReportFile, write_reports
+from crashmatrix.reports.write import ReportFile, write_reports
 from tests.unit.test_reports_data import DECLARED, FAILING, sample_results
 
 pytestmark = pytest.mark.crash

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.case import Case
-from harness.commands import _runner_config
-from harness.runner import CaseRunner
-from scenarios import load_builtin
+from crashmatrix.harness.case import Case
+from crashmatrix.harness.commands import _runner_config
+from crashmatrix.harness.runner import CaseRunner
+from crashmatrix.scenarios import load_builtin
 
 pytestmark = pytest.mark.crash
 SCENARIO = load_builtin()["policy-loosened"]  # append_note: never at first, safe on restart

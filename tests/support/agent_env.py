@@ -12,15 +12,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent import probe
-from agent.log import read_commits
-from agent.loop import Agent, AgentConfig
-from agent.provider import ProviderClient, ProviderConfig
-from agent.records import Entry, Replay
-from agent.tools import Registry
-from harness.spawn import Launch
+from crashmatrix.agent import probe
+from crashmatrix.agent.log import read_commits
+from crashmatrix.agent.loop import Agent, AgentConfig
+from crashmatrix.agent.provider import ProviderClient, ProviderConfig
+from crashmatrix.agent.records import Entry, Replay
+from crashmatrix.agent.tools import Registry
+from crashmatrix.harness.spawn import Launch
 
-AGENT = [sys.executable, "-m", "agent"]
+AGENT = [sys.executable, "-m", "crashmatrix.agent"]
 
 
 @dataclass
@@ -101,7 +101,8 @@ def cli_args(paths: Paths, url: str | None, *extra: str) -> list[str]:
 def launch(paths: Paths, url: str | None, *extra: str) -> Launch:
     """The same command as cli_args, for an Incarnation (fresh interpreter by default)."""
     args = cli_args(paths, url, *extra)[len(AGENT):]
-    return Launch(module="agent", entry="agent.cli:main", args=args, cwd=Path.cwd(), env=dict(os.environ))
+    return Launch(module="crashmatrix.agent", entry="crashmatrix.agent.cli:main", args=args,
+                  cwd=Path.cwd(), env=dict(os.environ))
 
 
 def run_cli(

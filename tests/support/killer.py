@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from harness.incarnation import Incarnation, ProbeEvent
+from crashmatrix.harness.incarnation import Incarnation, ProbeEvent
 from tests.support.agent_env import Paths, launch
 
 

@@ -10,21 +10,21 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agent import records as R
-from agent.loop import SYSTEM_PROMPT, to_wire
-from agent.records import Entry, Intent, Outcome, Recovered, Replay, Role
-from agent.recovery import RecoveryBranch
-from agent.state import fold
+from crashmatrix.agent import records as R
+from crashmatrix.agent.loop import SYSTEM_PROMPT, to_wire
+from crashmatrix.agent.records import Entry, Intent, Outcome, Recovered, Replay, Role
+from crashmatrix.agent.recovery import RecoveryBranch
+from crashmatrix.agent.state import fold
 
 # One place defines how a store becomes a transcript: tests read their logs exactly as the
 # harness reads real ones.
-from harness.adapter import transcript_of
-from harness.case import Case, CrashStep
-from harness.incarnation import ProbeEvent
-from harness.observation import Delivery, IncarnationRecord, Observation, Request
-from harness.transcript import Transcript
-from harness.verify import InvariantId, Violation, verify
-from scenarios.model import (
+from crashmatrix.harness.adapter import transcript_of
+from crashmatrix.harness.case import Case, CrashStep
+from crashmatrix.harness.incarnation import ProbeEvent
+from crashmatrix.harness.observation import Delivery, IncarnationRecord, Observation, Request
+from crashmatrix.harness.transcript import Transcript
+from crashmatrix.harness.verify import InvariantId, Violation, verify
+from crashmatrix.scenarios.model import (
     AgentSettings,
     Boundary,
     BoundaryKind,
@@ -35,7 +35,7 @@ from scenarios.model import (
     ToolName,
     Tools,
 )
-from scenarios.model import (
+from crashmatrix.scenarios.model import (
     Outcome as ExpectOutcome,
 )
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench import cached_bytecode
+from crashmatrix.harness.bench import cached_bytecode
 
 
 def _package(root: Path) -> None:
@@ -40,6 +40,6 @@ def test_the_environment_is_restored_when_the_block_fails(
 def test_with_bytecode_on_it_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     before = dict(os.environ)
-    with cached_bytecode("agent") as intervened:
+    with cached_bytecode("crashmatrix.agent") as intervened:
         assert not intervened
         assert dict(os.environ) == before

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.case import Case, CaseIdError, CrashStep
-from harness.enumeration import extensions, in_shard, parse_shard, single_crash_cases
-from harness.results import CaseResult, ResultsError, ResultsWriter, Verdict, load, merge, summary
+from crashmatrix.harness.case import Case, CaseIdError, CrashStep
+from crashmatrix.harness.enumeration import extensions, in_shard, parse_shard, single_crash_cases
+from crashmatrix.harness.results import CaseResult, ResultsError, ResultsWriter, Verdict, load, merge, summary
 
 TRACE = ["recovery.branch:nothing.no_open_run", "commit.before:run_started.prompt,message.user",
          "effect.after:append_note"]

@@ -11,11 +11,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.records import UNKNOWN_OUTCOME_TEXT
-from fakes.conversation import Conversation
-from fakes.script import match_rule, reply_message
-from harness.explore.build import build_scenario
-from harness.explore.plan import (
+from crashmatrix.agent.records import UNKNOWN_OUTCOME_TEXT
+from crashmatrix.fakes.conversation import Conversation
+from crashmatrix.fakes.script import match_rule, reply_message
+from crashmatrix.harness.explore.build import build_scenario
+from crashmatrix.harness.explore.plan import (
     Action,
     ActionKind,
     Care,
@@ -24,10 +24,10 @@ from harness.explore.plan import (
     InterruptKind,
     Plan,
 )
-from harness.explore.scenario_data import scenario_data
-from harness.explore.strategies import MAX_CRASHES, boundaries, plans
-from scenarios.model import CallIds, FaultKind, Outcome, Policy, Scenario, ToolName, count_lines
-from scenarios.schema import parse_scenario
+from crashmatrix.harness.explore.scenario_data import scenario_data
+from crashmatrix.harness.explore.strategies import MAX_CRASHES, boundaries, plans
+from crashmatrix.scenarios.model import CallIds, FaultKind, Outcome, Policy, Scenario, ToolName, count_lines
+from crashmatrix.scenarios.schema import parse_scenario
 
 # Building a scenario digests its data: well under a millisecond, but a loaded CI machine
 # should not turn that into a deadline failure.

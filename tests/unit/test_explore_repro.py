@@ -10,19 +10,19 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from harness.case import Case, CrashStep, FaultKind
-from harness.explore import ReproFileError, explore, load_repro_file, read_repro, repro_command
-from harness.explore.build import build_scenario
-from harness.explore.command import CI_EXAMPLES, DEFAULT_EXAMPLES, search_config
-from harness.explore.plan import Action, ActionKind, Care, Interrupt, InterruptKind, Plan
-from harness.explore.report import describe_finding
-from harness.explore.repro import repro_data, write_repro
-from harness.explore.scenario_data import scenario_data
-from harness.explore.schedule import Draw, ordered, pick_step
-from harness.explore.trial import Finding
-from harness.results import CaseResult, Verdict
-from scenarios import load_builtin
-from scenarios.schema import parse_scenario
+from crashmatrix.harness.case import Case, CrashStep, FaultKind
+from crashmatrix.harness.explore import ReproFileError, explore, load_repro_file, read_repro, repro_command
+from crashmatrix.harness.explore.build import build_scenario
+from crashmatrix.harness.explore.command import CI_EXAMPLES, DEFAULT_EXAMPLES, search_config
+from crashmatrix.harness.explore.plan import Action, ActionKind, Care, Interrupt, InterruptKind, Plan
+from crashmatrix.harness.explore.report import describe_finding
+from crashmatrix.harness.explore.repro import repro_data, write_repro
+from crashmatrix.harness.explore.scenario_data import scenario_data
+from crashmatrix.harness.explore.schedule import Draw, ordered, pick_step
+from crashmatrix.harness.explore.trial import Finding
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.scenarios import load_builtin
+from crashmatrix.scenarios.schema import parse_scenario
 
 TRACE = ["recovery.branch:nothing.no_open_run", "commit.before:run_started.prompt,message.user",
          "commit.written:run_started.prompt,message.user", "provider.before:chat",

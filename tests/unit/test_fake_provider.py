@@ -13,8 +13,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from fakes import FakeProvider
-from scenarios import Scenario, load_builtin, load_file
+from crashmatrix.fakes import FakeProvider
+from crashmatrix.scenarios import Scenario, load_builtin, load_file
 
 UNKNOWN = (
     "ERROR: the run was interrupted before this call's result was saved. The external outcome "
@@ -359,7 +359,7 @@ def test_call_ids_count_across_the_history_or_restart_in_every_reply(
 def test_stop_joins_a_request_thread_that_is_still_finishing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A handler that takes a while after waking must still be joined by stop()."""
-    from fakes import server as server_module  # noqa: PLC0415 - patched below
+    from crashmatrix.fakes import server as server_module  # noqa: PLC0415 - patched below
 
     original = server_module._Handler.do_POST
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.lock import SessionLock, SessionLocked
-from agent.log import LogCorrupt, SessionLog, encode_commit, read_commits
-from agent.records import Intent, run_started
+from crashmatrix.agent.lock import SessionLock, SessionLocked
+from crashmatrix.agent.log import LogCorrupt, SessionLog, encode_commit, read_commits
+from crashmatrix.agent.records import Intent, run_started
 
 
 def _write(path: Path, n: int) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agent import inbox
-from agent import records as R
-from agent.log import SessionLog
-from agent.loop import to_wire
-from agent.records import Intent, Outcome, Replay, Role
+from crashmatrix.agent import inbox
+from crashmatrix.agent import records as R
+from crashmatrix.agent.log import SessionLog
+from crashmatrix.agent.loop import to_wire
+from crashmatrix.agent.records import Intent, Outcome, Replay, Role
 from tests.support.agent_env import make_agent, make_paths, recording
 from tests.support.stub_provider import (
     StubProvider,

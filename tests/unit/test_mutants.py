@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from agent import inbox, loop, provider, recovery, state
-from agent import records as R
-from agent.log import SessionLog
-from agent.loop import Agent
-from agent.records import Entry, Intent, Outcome, Replay, Role
-from agent.recovery import Action
-from agent.state import fold
-from harness.mutants.catalogue import CATALOGUE, MutantName, applied, get
+from crashmatrix.agent import inbox, loop, provider, recovery, state
+from crashmatrix.agent import records as R
+from crashmatrix.agent.log import SessionLog
+from crashmatrix.agent.loop import Agent
+from crashmatrix.agent.records import Entry, Intent, Outcome, Replay, Role
+from crashmatrix.agent.recovery import Action
+from crashmatrix.agent.state import fold
+from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName, applied, get
 from tests.support.agent_env import Paths, make_agent, make_paths
 from tests.support.stub_provider import StubProvider, answer, call, changelog_script, tool_calls
 
@@ -81,7 +81,7 @@ def _types(paths: Paths) -> list[list[str]]:
 
 # -- the catalogue and its patches ---------------------------------------------------------------
 def test_the_catalogue_names_every_mutant_of_the_issue_with_a_failure_class_and_killers() -> None:
-    from scenarios import load_builtin  # noqa: PLC0415 - only this test reads scenarios
+    from crashmatrix.scenarios import load_builtin  # noqa: PLC0415 - only this test reads scenarios
 
     builtins = load_builtin()
     assert list(CATALOGUE) == list(MutantName)

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import DurableAgentAdapter, LaunchSpec
-from harness.case import Case, CrashStep
-from harness.mutants.adapter import MutantAdapter
-from harness.mutants.catalogue import MutantName
-from harness.mutants.hunt import Hunt, next_level
-from harness.mutants.ordered import first_failure, run_until_failure
-from harness.results import CaseResult, Verdict
-from scenarios import load_builtin
+from crashmatrix.harness.adapter import DurableAgentAdapter, LaunchSpec
+from crashmatrix.harness.case import Case, CrashStep
+from crashmatrix.harness.mutants.adapter import MutantAdapter
+from crashmatrix.harness.mutants.catalogue import MutantName
+from crashmatrix.harness.mutants.hunt import Hunt, next_level
+from crashmatrix.harness.mutants.ordered import first_failure, run_until_failure
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.scenarios import load_builtin
 
 
 def _result(case: Case, verdict: Verdict, trace: list[list[str]] | None = None) -> CaseResult:
@@ -87,8 +87,9 @@ def test_the_adapter_is_the_durable_agents_started_through_the_launcher(tmp_path
                       retry_delay_s=0.0, provider_timeout_s=5.0, fsync=False)
     adapter, plain = MutantAdapter(MutantName.VOLATILE_STOP), DurableAgentAdapter()
     assert adapter.name == "mutant:volatile-stop"
-    assert (adapter.module, adapter.entry) == ("harness.mutants.launch", "harness.mutants.launch:main")
-    assert adapter.preload == (*plain.preload, "harness.mutants.launch")
+    launch = "crashmatrix.harness.mutants.launch"
+    assert (adapter.module, adapter.entry) == (launch, f"{launch}:main")
+    assert adapter.preload == (*plain.preload, "crashmatrix.harness.mutants.launch")
     assert adapter.start_args(spec, "t") == ["volatile-stop", *plain.start_args(spec, "t")]
     assert adapter.recover_args(spec) == ["volatile-stop", *plain.recover_args(spec)]
     assert adapter.declared_branches() == plain.declared_branches()
@@ -102,7 +103,7 @@ def test_the_adapter_is_the_durable_agents_started_through_the_launcher(tmp_path
 def test_the_launcher_applies_a_named_mutant_then_runs_the_agent_cli(
         tmp_path: Path, args: list[str], code: int, out: str) -> None:
     argv = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    proc = subprocess.run([sys.executable, "-m", "harness.mutants.launch", *argv],
+    proc = subprocess.run([sys.executable, "-m", "crashmatrix.harness.mutants.launch", *argv],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == code, proc.stderr
     assert out in proc.stdout + proc.stderr

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.case import CrashStep
-from harness.observation import Delivery
-from harness.runner import RUN_AHEAD, CaseRunner, _pending
-from scenarios import load_builtin
+from crashmatrix.harness.case import CrashStep
+from crashmatrix.harness.observation import Delivery
+from crashmatrix.harness.runner import RUN_AHEAD, CaseRunner, _pending
+from crashmatrix.scenarios import load_builtin
 
 SCENARIOS = load_builtin()
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from agent.probe import ProbeDetached, _Channel
+from crashmatrix.agent.probe import ProbeDetached, _Channel
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from agent import records as R
-from agent.records import Entry, Intent, Outcome, Replay, Role
-from agent.recovery import Action, RecoveryBranch, RecoveryError, plan
-from agent.state import fold
+from crashmatrix.agent import records as R
+from crashmatrix.agent.records import Entry, Intent, Outcome, Replay, Role
+from crashmatrix.agent.recovery import Action, RecoveryBranch, RecoveryError, plan
+from crashmatrix.agent.state import fold
 
 SAFE_NOW = {"read": Replay.SAFE, "append_note": Replay.NEVER}
 B = RecoveryBranch

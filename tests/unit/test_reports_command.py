@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from agent.recovery import DECLARED_BRANCHES
-from harness.exitcodes import Exit
-from harness.report_command import coverage_failures, report
-from harness.results import RESULTS_FILE, CaseResult, ResultsWriter, merge
-from reports import html
-from reports.write import ReportFile, write_reports
+from crashmatrix.agent.recovery import DECLARED_BRANCHES
+from crashmatrix.harness.exitcodes import Exit
+from crashmatrix.harness.report_command import coverage_failures, report
+from crashmatrix.harness.results import RESULTS_FILE, CaseResult, ResultsWriter, merge
+from crashmatrix.reports import html
+from crashmatrix.reports.write import ReportFile, write_reports
 from tests.unit.test_reports_data import DECLARED, sample_results
 
 NAMES = [f.value for f in ReportFile]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harness.case import Case, CrashStep
-from harness.results import CaseResult, Verdict
-from reports.coverage import BranchCoverage, BranchStatus, branch_coverage, unreached
+from crashmatrix.harness.case import Case, CrashStep
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.reports.coverage import BranchCoverage, BranchStatus, branch_coverage, unreached
 
 # The first incarnation of the changelog scenario, as the probes report it.
 TRACE = ["recovery.branch:nothing.no_open_run", "commit.before:run_started.prompt,message.user",

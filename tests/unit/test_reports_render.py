@@ -6,9 +6,9 @@ import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
-from harness.case import Case
-from harness.results import CaseResult, Verdict
-from reports import html, junit, markdown
+from crashmatrix.harness.case import Case
+from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.reports import html, junit, markdown
 from tests.unit.test_reports_data import DECLARED, FAILING, REPRO, make, sample_results, step
 
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from click.testing import CliRunner
 
-from harness.cli import main
+from crashmatrix.harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,9 +43,9 @@ def test_help_names_the_tool() -> None:
 
 
 def test_live_server_answers_and_exits_0_on_sigint() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = dict(os.environ)
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from harness.cli import main; main()",
+        [sys.executable, "-m", "crashmatrix",
          "fake-provider", "--scenario", "changelog"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fakes import Case as FakeCase
-from scenarios import (
+from crashmatrix.fakes import Case as FakeCase
+from crashmatrix.scenarios import (
     Boundary,
     BoundaryKind,
     LineRule,

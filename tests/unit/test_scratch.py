@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import scratch
+from crashmatrix.harness import scratch
 
 
 def test_the_environment_override_wins(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.records import Replay
-from agent.tools import BUILTINS, Registry, invoke
+from crashmatrix.agent.records import Replay
+from crashmatrix.agent.tools import BUILTINS, Registry, invoke
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.incarnation import ProbeEvent
-from harness.observation import Delivery, Observation
-from harness.transcript import Transcript
-from harness.verify import CHECKS, InvariantId, Violation, verify
-from scenarios.model import Expect, Outcome, Scenario
+from crashmatrix.harness.incarnation import ProbeEvent
+from crashmatrix.harness.observation import Delivery, Observation
+from crashmatrix.harness.transcript import Transcript
+from crashmatrix.harness.verify import CHECKS, InvariantId, Violation, verify
+from crashmatrix.scenarios.model import Expect, Outcome, Scenario
 from tests.support.observations import (
     WITNESS,
     changelog_baseline,
@@ -190,7 +190,7 @@ def test_an_unreadable_store_is_judged_by_store_free_checks_only() -> None:
 
 def test_verify_builds_one_trace_per_observation_and_checks_share_it(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.verify import trace as trace_module  # noqa: PLC0415 - patched below
+    from crashmatrix.harness.verify import trace as trace_module  # noqa: PLC0415 - patched below
 
     built: list[Observation] = []
     original = trace_module.Trace.__init__

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from agent import probe
-from agent.log import read_commits
-from harness.incarnation import ProbeEvent
+from crashmatrix.agent import probe
+from crashmatrix.agent.log import read_commits
+from crashmatrix.harness.incarnation import ProbeEvent
 from tests.support.agent_env import make_agent, make_paths
 from tests.support.observations import (
     ANSWER,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from agent import records as R
-from agent.records import Intent, Outcome, Recovered, Role
-from harness.incarnation import ProbeEvent
-from harness.observation import Observation
-from harness.transcript import Message, Run
-from harness.verify import InvariantId, Violation
-from scenarios.model import BoundaryKind
+from crashmatrix.agent import records as R
+from crashmatrix.agent.records import Intent, Outcome, Recovered, Role
+from crashmatrix.harness.incarnation import ProbeEvent
+from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.transcript import Message, Run
+from crashmatrix.harness.verify import InvariantId, Violation
+from crashmatrix.scenarios.model import BoundaryKind
 from tests.support.observations import (
     ANSWER,
     APPEND,

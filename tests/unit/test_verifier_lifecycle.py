@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from agent import records as R
-from agent.records import Outcome
-from agent.recovery import RecoveryBranch as B
-from harness.transcript import Record, Run
-from harness.verify import InvariantId
-from scenarios.model import Boundary, BoundaryKind, Expect, LineRule, Scenario
-from scenarios.model import Outcome as Expected
+from crashmatrix.agent import records as R
+from crashmatrix.agent.records import Outcome
+from crashmatrix.agent.recovery import RecoveryBranch as B
+from crashmatrix.harness.transcript import Record, Run
+from crashmatrix.harness.verify import InvariantId
+from crashmatrix.scenarios.model import Boundary, BoundaryKind, Expect, LineRule, Scenario
+from crashmatrix.scenarios.model import Outcome as Expected
 from tests.support.observations import (
     ANSWER,
     APPEND,
