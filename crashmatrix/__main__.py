@@ -1,6 +1,6 @@
 """Entry point for `python -m crashmatrix`: the `crashmatrix` command line."""
 
-from crashmatrix.harness.cli import main
+from crashmatrix.harness.cli.main import main
 
 if __name__ == "__main__":
     main()

@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.case import Case, CrashStep, FaultKind
+from collections.abc import Sequence
 
-TORN_AT = "commit.written"  # the only boundary where a write can be half done
+from crashmatrix.harness.faults.interface import FaultKind
+from crashmatrix.harness.records.case import Case, CrashStep
 
 
-def steps_from_trace(points: list[str]) -> list[CrashStep]:
-    """A kill at every recorded event (`kind:label`, numbered from 1), and a torn write at every
-    commit.written."""
+def steps_from_trace(points: list[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
+    """At every recorded event (`kind:label`, numbered from 1), each fault that is enumerated
+    there, in the given order (the registry's: by name, so `kill` then `torn`)."""
     steps = []
     for n, point in enumerate(points, 1):
         kind, _, label = point.partition(":")
-        steps.append(CrashStep(n, kind, label))
-        if kind == TORN_AT:
-            steps.append(CrashStep(n, kind, label, FaultKind.TORN))
+        steps += [CrashStep(n, kind, label, f.name) for f in faults if f.enumerated_at(kind, label)]
     return steps
 
 
-def single_crash_cases(scenario: str, first_incarnation: list[str]) -> list[Case]:
-    return [Case(scenario, (step,)) for step in steps_from_trace(first_incarnation)]
+def single_crash_cases(scenario: str, first_incarnation: list[str],
+                       faults: Sequence[FaultKind]) -> list[Case]:
+    return [Case(scenario, (step,)) for step in steps_from_trace(first_incarnation, faults)]
 
 
-def extensions(case: Case, trace: list[list[str]]) -> list[Case]:
+def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind]) -> list[Case]:
     """Cases that crash once more, at every event of the incarnation that finished `case`.
 
     Incarnation depth+1 (index `case.depth` in the trace) is the recovery that completed the
@@ -31,7 +31,7 @@ def extensions(case: Case, trace: list[list[str]]) -> list[Case]:
     """
     if len(trace) <= case.depth:
         return []
-    return [case.extend(step) for step in steps_from_trace(trace[case.depth])]
+    return [case.extend(step) for step in steps_from_trace(trace[case.depth], faults)]
 
 
 def crash_loop_extension(case: Case, trace: list[list[str]], loop: int) -> Case | None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from crashmatrix.harness.observation import Observation
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.harness.verify import verify
 from crashmatrix.scenarios.model import Scenario
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from crashmatrix.harness.results import CaseResult
+from crashmatrix.harness.records.results import CaseResult
 
 
 class BranchStatus(StrEnum):

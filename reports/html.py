@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
 
-from crashmatrix.harness.case import Case, CaseIdError, CrashStep
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.reports.coverage import branch_coverage
 
 MAX_TIMELINES = 100  # failing cases drawn in full; the grid still shows every case
@@ -105,7 +105,7 @@ def _grids(results: Sequence[CaseResult]) -> dict[str, _Grid]:
         first: CrashStep = schedule[0]
         row = grid.rows.setdefault((first.n, first.point), _Row(first.n, first.point))
         if len(schedule) == 1:
-            row.by_fault[first.fault.value] = r
+            row.by_fault[first.fault] = r
         else:
             row.deeper.append(r)
     return grids

@@ -7,7 +7,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.results import CaseResult, Verdict
 
 # XML 1.0 cannot carry most control characters, even escaped; ElementTree would write them
 # verbatim and the file would no longer parse. Agent output can hold anything, so replace them.

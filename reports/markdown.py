@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since

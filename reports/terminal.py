@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.results import CaseResult, Verdict
 
 
 def summary_table(results: list[CaseResult]) -> str:

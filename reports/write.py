@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 
-from crashmatrix.harness.case import Case, CaseIdError
-from crashmatrix.harness.results import CaseResult
+from crashmatrix.harness.records.case import Case, CaseIdError
+from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.reports import html, junit, markdown
 
 REPORT_MODE = 0o644
@@ -25,7 +25,7 @@ def _order(r: CaseResult) -> tuple[str, int, tuple[tuple[int, str, str, str], ..
     # Cases finish in any order under --jobs, and merged shards are sorted differently again; a
     # total order on what the case *is* makes `run` and `report` write byte-identical files.
     try:
-        steps = tuple((s.n, s.kind, s.label, s.fault.value) for s in Case.parse(r.case).schedule)
+        steps = tuple((s.n, s.kind, s.label, s.fault) for s in Case.parse(r.case).schedule)
     except CaseIdError:
         steps = ((1 << 30, "", "", ""),)
     return (r.scenario, len(steps), steps, r.case)

@@ -1,6 +1,5 @@
 """Exploration: Hypothesis-generated scenarios and crash schedules, shrunk failures, repro files."""
 
-from crashmatrix.harness.explore.command import explore
 from crashmatrix.harness.explore.repro import (
     Repro,
     ReproFileError,
@@ -10,5 +9,5 @@ from crashmatrix.harness.explore.repro import (
     run_repro,
 )
 
-__all__ = ["Repro", "ReproFileError", "explore", "load_repro_file", "read_repro", "repro_command",
+__all__ = ["Repro", "ReproFileError", "load_repro_file", "read_repro", "repro_command",
            "run_repro"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from crashmatrix.harness.explore.search import SearchResult
 from crashmatrix.harness.explore.trial import Finding
-from crashmatrix.harness.verify.violation import short
+from crashmatrix.harness.records.violation import short
 
 
 def _plural(n: int, word: str, words: str | None = None) -> str:
@@ -25,7 +25,7 @@ def describe_finding(finding: Finding) -> list[str]:
                  + (":" if finding.crashes else " (the crash-free run already fails)"))
     for inc, step in enumerate(finding.case.schedule, 1):
         where = "the first run" if inc == 1 else "recovery"
-        lines.append(f"    incarnation {inc} ({where}), event {step.n} {step.point}: {step.fault.value}")
+        lines.append(f"    incarnation {inc} ({where}), event {step.n} {step.point}: {step.fault}")
     r = finding.result
     lines.append(f"  verdict: {r.verdict.value}" + (f" ({r.note})" if r.note else ""))
     for v in r.violations:

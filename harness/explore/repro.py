@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crashmatrix.harness.case import Case, CaseIdError
 from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.explore.scenario_data import scenario_data
 from crashmatrix.harness.explore.trial import Finding
-from crashmatrix.harness.observation import Observation
-from crashmatrix.harness.results import CaseResult
-from crashmatrix.harness.runner import CaseRunner, RunnerConfig
+from crashmatrix.harness.records.case import Case, CaseIdError
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.scenarios.errors import ScenarioError
 from crashmatrix.scenarios.model import Scenario
 from crashmatrix.scenarios.schema import parse_scenario

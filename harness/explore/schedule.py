@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from crashmatrix.harness.case import CrashStep, FaultKind
-from crashmatrix.harness.enumeration import TORN_AT
+from crashmatrix.harness.faults.kill import KILL
+from crashmatrix.harness.faults.torn import TORN
+from crashmatrix.harness.records.case import CrashStep
 from crashmatrix.scenarios.model import BoundaryKind as K
 
 PRIORITY: tuple[K, ...] = (
@@ -27,7 +28,7 @@ class Draw:
     events, modulo their number) and which fault. A torn write picks among commit.written."""
 
     index: int
-    fault: FaultKind = FaultKind.KILL
+    fault: str = KILL.name  # a built-in fault kind: kill or torn
 
 
 def _rank(kind: str) -> int:
@@ -46,10 +47,10 @@ def pick_step(points: list[str], draw: Draw) -> CrashStep | None:
     when the incarnation reported no event, so nothing can crash there."""
     candidates = ordered(points)
     fault = draw.fault
-    if fault is FaultKind.TORN:
-        written = [(n, p) for n, p in candidates if p.partition(":")[0] == TORN_AT]
+    if fault == TORN.name:
+        written = [(n, p) for n, p in candidates if TORN.enumerated_at(*p.split(":", 1))]
         # No commit in this incarnation: a torn write is impossible here, so kill instead.
-        candidates, fault = (written, fault) if written else (candidates, FaultKind.KILL)
+        candidates, fault = (written, fault) if written else (candidates, KILL.name)
     if not candidates:
         return None
     n, point = candidates[draw.index % len(candidates)]

@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 
+from crashmatrix.harness.execution.incarnation import kill_all
+from crashmatrix.harness.execution.runner import CaseAborted
 from crashmatrix.harness.explore.plan import Plan
 from crashmatrix.harness.explore.schedule import Draw
 from crashmatrix.harness.explore.strategies import examples
 from crashmatrix.harness.explore.trial import CaseCache, Finding, HarnessError, run_example
-from crashmatrix.harness.incarnation import kill_all
-from crashmatrix.harness.runner import CaseAborted
 
 Example = tuple[Plan, tuple[Draw, ...]]
 OnExample = Callable[[int], None]  # examples judged so far

@@ -11,7 +11,6 @@ import dataclasses
 
 from hypothesis import strategies as st
 
-from crashmatrix.harness.case import FaultKind as CrashFault
 from crashmatrix.harness.explore.plan import (
     Action,
     ActionKind,
@@ -22,6 +21,8 @@ from crashmatrix.harness.explore.plan import (
     Plan,
 )
 from crashmatrix.harness.explore.schedule import Draw
+from crashmatrix.harness.faults.kill import KILL
+from crashmatrix.harness.faults.torn import TORN
 from crashmatrix.scenarios.model import CallIds, FaultKind, Policy
 
 MAX_TURNS = 3
@@ -88,9 +89,9 @@ def plans(draw: st.DrawFn) -> Plan:
     return dataclasses.replace(plan, call_ids=draw(st.sampled_from(CallIds)))
 
 
-def _fault(k: int) -> CrashFault:
+def _fault(k: int) -> str:
     # One draw in four tears the write instead of killing at an event.
-    return CrashFault.TORN if k == 3 else CrashFault.KILL
+    return TORN.name if k == 3 else KILL.name
 
 
 def draws() -> st.SearchStrategy[tuple[Draw, ...]]:

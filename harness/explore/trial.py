@@ -11,13 +11,13 @@ import threading
 import time
 from dataclasses import dataclass
 
-from crashmatrix.harness.case import Case
 from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.execution.runner import CaseRunner
 from crashmatrix.harness.explore.build import build_scenario
 from crashmatrix.harness.explore.plan import Plan
 from crashmatrix.harness.explore.schedule import Draw, pick_step
-from crashmatrix.harness.results import CaseResult, Verdict
-from crashmatrix.harness.runner import CaseRunner
+from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios.model import Scenario
 
 

@@ -8,17 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.case import Case
+from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.enumeration import crash_loop_extension, single_crash_cases
-from crashmatrix.harness.incarnation import kill_all
-from crashmatrix.harness.matrix import Matrix, MatrixConfig
-from crashmatrix.harness.mutants.adapter import MutantAdapter
+from crashmatrix.harness.execution.incarnation import kill_all
+from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
+from crashmatrix.harness.execution.runner import RunnerConfig
+from crashmatrix.harness.execution.scratch import scratch_dir
+from crashmatrix.harness.execution.spawn import SpawnMode
+from crashmatrix.harness.execution.spawners import make_spawner
+from crashmatrix.harness.faults.interface import FaultKind
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
 from crashmatrix.harness.mutants.ordered import first_failure, run_until_failure
-from crashmatrix.harness.results import CaseResult, Verdict
-from crashmatrix.harness.runner import RunnerConfig
-from crashmatrix.harness.scratch import scratch_dir
-from crashmatrix.harness.spawn import SpawnMode, make_spawner
+from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios import Scenario, load_builtin
 
 JUDGED = (Verdict.PASS, Verdict.FAIL)  # verdicts whose trace can be extended
@@ -42,7 +44,7 @@ class Hunt:
 
 
 def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
-               by_name: Mapping[str, Scenario]) -> list[Case]:
+               by_name: Mapping[str, Scenario], faults: Sequence[FaultKind]) -> list[Case]:
     """Recordings give single crashes; a crash gives its crash-loop schedule (`[matrix]
     crash_loop`), as `crashmatrix run` enumerates them at its default depth."""
     out: list[Case] = []
@@ -50,7 +52,7 @@ def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
         if result is None or result.verdict not in JUDGED or not result.trace:
             continue
         if case.depth == 0:
-            out += single_crash_cases(case.scenario, result.trace[0])
+            out += single_crash_cases(case.scenario, result.trace[0], faults)
             continue
         loop = crash_loop_extension(case, result.trace, by_name[case.scenario].matrix.crash_loop)
         if loop is not None:
@@ -80,7 +82,7 @@ def hunt(mutant: MutantName, scenarios: Sequence[Scenario], runner: RunnerConfig
         if killer is not None:
             return Hunt(mutant, True, killer.case, str(killer.violations[0]["invariant"]), run,
                         unjudged=unjudged)
-        cases = next_level(cases, results, by_name)
+        cases = next_level(cases, results, by_name, matrix.faults)
     return Hunt(mutant, False, cases=run, unjudged=unjudged)
 
 

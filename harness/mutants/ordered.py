@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from crashmatrix.harness.case import Case
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.results import CaseResult, Verdict
 
 RunCase = Callable[[Case], CaseResult]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 
-from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table
 from crashmatrix.harness.verify.effects import befores, site_effects, site_policy
 from crashmatrix.harness.verify.trace import Trace
-from crashmatrix.harness.verify.violation import InvariantId, Violation
 from crashmatrix.scenarios.model import Policy, Scenario, ToolName, count_lines
 
 ID = InvariantId.AT_MOST_ONCE

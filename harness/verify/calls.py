@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from crashmatrix.harness.transcript import Call, Message, ToolStart, Transcript
+from crashmatrix.harness.records.transcript import Call, Message, ToolStart, Transcript
 from crashmatrix.scenarios.model import Role
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.at_most_once import check_at_most_once
 from crashmatrix.harness.verify.continuation import check_continuation
 from crashmatrix.harness.verify.finished import check_finished_stays_finished
@@ -19,7 +20,6 @@ from crashmatrix.harness.verify.resume_budget import check_resume_budget
 from crashmatrix.harness.verify.retry_intent import check_retry_intent
 from crashmatrix.harness.verify.safe_rerun import check_safe_rerun
 from crashmatrix.harness.verify.trace import shared_trace
-from crashmatrix.harness.verify.violation import InvariantId, Violation
 from crashmatrix.scenarios.model import Scenario
 
 Check = Callable[[Observation, Scenario], list[Violation]]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from crashmatrix.harness.observation import Observation
-from crashmatrix.harness.verify.violation import InvariantId, Violation, short
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.violation import InvariantId, Violation, short
 from crashmatrix.scenarios.model import Role, Scenario
 
 ID = InvariantId.CONTINUATION

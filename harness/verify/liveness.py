@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.trace import Trace
-from crashmatrix.harness.verify.violation import InvariantId, Violation
 from crashmatrix.scenarios.model import Scenario
 
 ID = InvariantId.LIVENESS

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.observation import Observation
-from crashmatrix.harness.transcript import Message
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.transcript import Message
+from crashmatrix.harness.records.violation import InvariantId, Violation, short
 from crashmatrix.harness.verify.calls import CallSite, call_table
 from crashmatrix.harness.verify.effects import afters, site_effects
 from crashmatrix.harness.verify.trace import Located, Trace
-from crashmatrix.harness.verify.violation import InvariantId, Violation, short
 from crashmatrix.scenarios.model import Scenario
 
 ID = InvariantId.NO_SILENT_SUCCESS

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.calls import call_table
 from crashmatrix.harness.verify.trace import Trace
-from crashmatrix.harness.verify.violation import InvariantId, Violation
 from crashmatrix.scenarios.model import Role, Scenario
 
 ID = InvariantId.PAIRING

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.observation import Delivery, Observation
-from crashmatrix.harness.transcript import Record, Run, Transcript
+from crashmatrix.harness.records.observation import Delivery, Observation
+from crashmatrix.harness.records.transcript import Record, Run, Transcript
+from crashmatrix.harness.records.violation import InvariantId, Violation, short
 from crashmatrix.harness.verify.trace import Pos, Trace
-from crashmatrix.harness.verify.violation import InvariantId, Violation, short
 from crashmatrix.scenarios.model import BoundaryKind, Outcome, Role, Scenario
 
 ID = InvariantId.QUEUED_INPUT

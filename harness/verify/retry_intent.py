@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.observation import IncarnationRecord, Observation
-from crashmatrix.harness.transcript import Transcript
+from crashmatrix.harness.records.observation import IncarnationRecord, Observation
+from crashmatrix.harness.records.transcript import Transcript
+from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.trace import Located, Trace
-from crashmatrix.harness.verify.violation import InvariantId, Violation
 from crashmatrix.scenarios.model import BoundaryKind, Outcome, Scenario
 
 ID = InvariantId.RETRY_INTENT

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.observation import Observation
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.calls import call_table
 from crashmatrix.harness.verify.effects import incarnations_of, site_effects, site_policy
 from crashmatrix.harness.verify.trace import Trace
-from crashmatrix.harness.verify.violation import InvariantId, Violation
 from crashmatrix.scenarios.model import Policy, Scenario
 
 ID = InvariantId.SAFE_RERUN

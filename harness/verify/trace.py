@@ -7,9 +7,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from crashmatrix.harness.incarnation import ProbeEvent
-from crashmatrix.harness.observation import IncarnationRecord, Observation, Request
-from crashmatrix.harness.verify.violation import event_ref, event_text
+from crashmatrix.harness.records.events import ProbeEvent
+from crashmatrix.harness.records.observation import IncarnationRecord, Observation, Request
+from crashmatrix.harness.records.violation import event_ref, event_text
 from crashmatrix.scenarios.model import BoundaryKind
 
 # Probe events are totally ordered by (incarnation, event number): incarnations never overlap,

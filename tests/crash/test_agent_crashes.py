@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from crashmatrix.harness.incarnation import Incarnation, IncarnationTimeout
+from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout
 from tests.support.agent_env import launch, make_paths, run_cli
 from tests.support.killer import run_and_kill, run_to_end
 from tests.support.stub_provider import StubProvider, answer, call, changelog_script, results, tool_calls

@@ -16,14 +16,15 @@ from typing import Any
 import psutil
 import pytest
 
-from crashmatrix.harness.adapter import DurableAgentAdapter
+from crashmatrix.harness.adapters.durable import DurableAgentAdapter
+from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
+from crashmatrix.harness.execution.spawn import SpawnMode
+from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.explore import read_repro, run_repro
 from crashmatrix.harness.explore.agents import resolve_adapter
 from crashmatrix.harness.explore.repro import Repro, repro_data, write_repro
 from crashmatrix.harness.explore.search import SearchConfig, search
 from crashmatrix.harness.explore.trial import CaseCache
-from crashmatrix.harness.runner import CaseRunner, RunnerConfig
-from crashmatrix.harness.spawn import SpawnMode, make_spawner
 
 pytestmark = pytest.mark.crash
 CLI = [sys.executable, "-m", "crashmatrix"]

@@ -98,7 +98,7 @@ def test_shards_are_disjoint_complete_and_merge(tmp_path: Path) -> None:
 # harness, like any program, keeps an inherited ignore: give it Python's default handler, as a
 # terminal's ^C would find it.
 CLI_WITH_SIGINT = [sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, "
-                   "signal.default_int_handler); from crashmatrix.harness.cli import main; main()"]
+                   "signal.default_int_handler); from crashmatrix.harness.cli.main import main; main()"]
 
 
 def test_sigint_keeps_partial_results_and_reaps_children(tmp_path: Path) -> None:

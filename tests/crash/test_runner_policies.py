@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from crashmatrix.harness.case import Case
-from crashmatrix.harness.commands import _runner_config
-from crashmatrix.harness.runner import CaseRunner
+from crashmatrix.harness.cli.run import _runner_config
+from crashmatrix.harness.execution.runner import CaseRunner
+from crashmatrix.harness.records.case import Case
 from crashmatrix.scenarios import load_builtin
 
 pytestmark = pytest.mark.crash

@@ -18,7 +18,7 @@ from crashmatrix.agent.loop import Agent, AgentConfig
 from crashmatrix.agent.provider import ProviderClient, ProviderConfig
 from crashmatrix.agent.records import Entry, Replay
 from crashmatrix.agent.tools import Registry
-from crashmatrix.harness.spawn import Launch
+from crashmatrix.harness.execution.spawn import Launch
 
 AGENT = [sys.executable, "-m", "crashmatrix.agent"]
 

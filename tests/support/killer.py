@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 
-from crashmatrix.harness.incarnation import Incarnation, ProbeEvent
+from crashmatrix.harness.execution.incarnation import Incarnation
+from crashmatrix.harness.records.events import ProbeEvent
 from tests.support.agent_env import Paths, launch
 
 

@@ -18,11 +18,11 @@ from crashmatrix.agent.state import fold
 
 # One place defines how a store becomes a transcript: tests read their logs exactly as the
 # harness reads real ones.
-from crashmatrix.harness.adapter import transcript_of
-from crashmatrix.harness.case import Case, CrashStep
-from crashmatrix.harness.incarnation import ProbeEvent
-from crashmatrix.harness.observation import Delivery, IncarnationRecord, Observation, Request
-from crashmatrix.harness.transcript import Transcript
+from crashmatrix.harness.adapters.durable import transcript_of
+from crashmatrix.harness.records.case import Case, CrashStep
+from crashmatrix.harness.records.events import ProbeEvent
+from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Observation, Request
+from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.harness.verify import InvariantId, Violation, verify
 from crashmatrix.scenarios.model import (
     AgentSettings,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crashmatrix.harness.bench import cached_bytecode
+from crashmatrix.harness.cli.bench import cached_bytecode
 
 
 def _package(root: Path) -> None:

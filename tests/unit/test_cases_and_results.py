@@ -9,16 +9,28 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crashmatrix.harness.case import Case, CaseIdError, CrashStep
 from crashmatrix.harness.enumeration import extensions, in_shard, parse_shard, single_crash_cases
-from crashmatrix.harness.results import CaseResult, ResultsError, ResultsWriter, Verdict, load, merge, summary
+from crashmatrix.harness.faults.kill import KILL
+from crashmatrix.harness.faults.registry import check_faults
+from crashmatrix.harness.faults.torn import TORN
+from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
+from crashmatrix.harness.records.results import (
+    CaseResult,
+    ResultsError,
+    ResultsWriter,
+    Verdict,
+    load,
+    merge,
+    summary,
+)
 
+FAULTS = (KILL, TORN)
 TRACE = ["recovery.branch:nothing.no_open_run", "commit.before:run_started.prompt,message.user",
          "effect.after:append_note"]
 
 
 def test_case_ids_are_readable_and_round_trip() -> None:
-    (first, _, third) = single_crash_cases("changelog", TRACE)
+    (first, _, third) = single_crash_cases("changelog", TRACE, FAULTS)
     assert third.case_id == "changelog/03:effect.after:append_note/kill"
     deeper = third.extend(CrashStep(5, "commit.after", "message.tool.append_note"))
     assert deeper.case_id == ("changelog/03:effect.after:append_note/kill"
@@ -29,16 +41,23 @@ def test_case_ids_are_readable_and_round_trip() -> None:
 
 
 @pytest.mark.parametrize("bad", ["changelog", "changelog/", "changelog/7:effect.after/kill",
-                                 "changelog/07:effect.after:x/zap", "changelog/x7:a:b/kill"])
+                                 "changelog/07:effect.after:x/Zap", "changelog/x7:a:b/kill"])
 def test_malformed_case_ids_are_refused(bad: str) -> None:
     with pytest.raises(CaseIdError):
         Case.parse(bad)
 
 
+def test_an_unregistered_fault_is_refused_by_name() -> None:
+    case = Case.parse("changelog/07:effect.after:x/kill+02:commit.written:y/zap")
+    with pytest.raises(CaseIdError, match=r"unknown fault 'zap' \(known: kill, torn\)"):
+        check_faults(case, FAULTS)
+    check_faults(Case.parse("changelog/07:commit.written:x/torn"), FAULTS)
+
+
 def test_extensions_crash_at_every_event_of_the_finishing_incarnation() -> None:
     case = Case("s", (CrashStep(3, "effect.after", "append_note"),))
     trace = [TRACE, ["recovery.branch:call.unknown_recorded_never", "commit.after:x"], ["settle"]]
-    ids = [c.case_id for c in extensions(case, trace)]
+    ids = [c.case_id for c in extensions(case, trace, FAULTS)]
     assert ids == ["s/03:effect.after:append_note/kill+01:recovery.branch:call.unknown_recorded_never/kill",
                    "s/03:effect.after:append_note/kill+02:commit.after:x/kill"]
 

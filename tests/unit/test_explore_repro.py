@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from crashmatrix.harness.case import Case, CrashStep, FaultKind
-from crashmatrix.harness.explore import ReproFileError, explore, load_repro_file, read_repro, repro_command
+from crashmatrix.harness.cli.explore import CI_EXAMPLES, DEFAULT_EXAMPLES, explore, search_config
+from crashmatrix.harness.explore import ReproFileError, load_repro_file, read_repro, repro_command
 from crashmatrix.harness.explore.build import build_scenario
-from crashmatrix.harness.explore.command import CI_EXAMPLES, DEFAULT_EXAMPLES, search_config
 from crashmatrix.harness.explore.plan import Action, ActionKind, Care, Interrupt, InterruptKind, Plan
 from crashmatrix.harness.explore.report import describe_finding
 from crashmatrix.harness.explore.repro import repro_data, write_repro
 from crashmatrix.harness.explore.scenario_data import scenario_data
 from crashmatrix.harness.explore.schedule import Draw, ordered, pick_step
 from crashmatrix.harness.explore.trial import Finding
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.case import Case, CrashStep
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios import load_builtin
 from crashmatrix.scenarios.schema import parse_scenario
 
@@ -34,10 +34,10 @@ def test_crash_draws_name_effects_first_then_commits() -> None:
     assert [n for n, _ in ordered(TRACE)] == [6, 5, 3, 7, 2, 4, 1]
     assert pick_step(TRACE, Draw(0)) == CrashStep(6, "effect.after", "append_note")
     assert pick_step(TRACE, Draw(7)) == pick_step(TRACE, Draw(0)), "indices wrap around"
-    torn = pick_step(TRACE, Draw(1, FaultKind.TORN))
-    assert torn == CrashStep(7, "commit.written", "message.tool.append_note", FaultKind.TORN)
-    assert pick_step(["inbox.poll:inbox"], Draw(0, FaultKind.TORN)) == CrashStep(
-        1, "inbox.poll", "inbox", FaultKind.KILL), "no commit to tear: a kill instead"
+    torn = pick_step(TRACE, Draw(1, "torn"))
+    assert torn == CrashStep(7, "commit.written", "message.tool.append_note", "torn")
+    assert pick_step(["inbox.poll:inbox"], Draw(0, "torn")) == CrashStep(
+        1, "inbox.poll", "inbox", "kill"), "no commit to tear: a kill instead"
     assert pick_step([], Draw(3)) is None
 
 
@@ -54,7 +54,7 @@ def _finding() -> Finding:
                 interrupt=Interrupt(InterruptKind.INPUT, "effect.after:read"))
     scenario = build_scenario(plan)
     case = Case(scenario.name, (CrashStep(15, "effect.after", "append_note"),
-                                CrashStep(3, "commit.written", "message.tool.read", FaultKind.TORN)))
+                                CrashStep(3, "commit.written", "message.tool.read", "torn")))
     violation = {"invariant": "at-most-once", "message": "call call_0 took effect 2 times",
                  "evidence": {}}
     result = CaseResult(case=case.case_id, scenario=scenario.name, depth=2, verdict=Verdict.FAIL,

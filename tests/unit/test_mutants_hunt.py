@@ -10,14 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from crashmatrix.harness.adapter import DurableAgentAdapter, LaunchSpec
-from crashmatrix.harness.case import Case, CrashStep
-from crashmatrix.harness.mutants.adapter import MutantAdapter
+from crashmatrix.harness.adapters.durable import DurableAgentAdapter, LaunchSpec
+from crashmatrix.harness.adapters.mutant import MutantAdapter
+from crashmatrix.harness.faults.kill import KILL
+from crashmatrix.harness.faults.torn import TORN
 from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.mutants.hunt import Hunt, next_level
 from crashmatrix.harness.mutants.ordered import first_failure, run_until_failure
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.case import Case, CrashStep
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios import load_builtin
+
+FAULTS = (KILL, TORN)
 
 
 def _result(case: Case, verdict: Verdict, trace: list[list[str]] | None = None) -> CaseResult:
@@ -61,18 +65,18 @@ def test_levels_go_recording_then_single_crashes_then_crash_loops() -> None:
     builtins = load_builtin()
     recording = Case("budget")
     trace = [["commit.before:x", "commit.written:x", "inbox.poll:inbox"], []]
-    singles = next_level([recording], [_result(recording, Verdict.PASS, trace)], builtins)
+    singles = next_level([recording], [_result(recording, Verdict.PASS, trace)], builtins, FAULTS)
     assert [c.case_id for c in singles] == [
         "budget/01:commit.before:x/kill", "budget/02:commit.written:x/kill",
         "budget/02:commit.written:x/torn", "budget/03:inbox.poll:inbox/kill"]
     crashed = singles[-1]
     again = [["inbox.poll:inbox"], ["provider.before:chat", "inbox.poll:inbox"], []]
     loops = next_level([crashed, singles[0]],
-                       [_result(crashed, Verdict.PASS, again), None], builtins)
+                       [_result(crashed, Verdict.PASS, again), None], builtins, FAULTS)
     assert loops == [crashed.extend(CrashStep(2, "inbox.poll", "inbox"))]
     # finished has crash_loop = 1: its crashes are not repeated.
     single = Case("finished", (CrashStep(1, "inbox.poll", "inbox"),))
-    assert next_level([single], [_result(single, Verdict.PASS, again)], builtins) == []
+    assert next_level([single], [_result(single, Verdict.PASS, again)], builtins, FAULTS) == []
 
 
 def test_a_hunt_reports_the_four_json_fields() -> None:

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crashmatrix.harness.case import CrashStep
-from crashmatrix.harness.observation import Delivery
-from crashmatrix.harness.runner import RUN_AHEAD, CaseRunner, _pending
+from crashmatrix.harness.execution.runner import RUN_AHEAD, CaseRunner, _pending
+from crashmatrix.harness.records.case import CrashStep
+from crashmatrix.harness.records.observation import Delivery
 from crashmatrix.scenarios import load_builtin
 
 SCENARIOS = load_builtin()

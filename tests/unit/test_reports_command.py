@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner, Result
 
 from crashmatrix.agent.recovery import DECLARED_BRANCHES
-from crashmatrix.harness.exitcodes import Exit
-from crashmatrix.harness.report_command import coverage_failures, report
-from crashmatrix.harness.results import RESULTS_FILE, CaseResult, ResultsWriter, merge
+from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.cli.report import coverage_failures, report
+from crashmatrix.harness.records.results import RESULTS_FILE, CaseResult, ResultsWriter, merge
 from crashmatrix.reports import html
 from crashmatrix.reports.write import ReportFile, write_reports
 from tests.unit.test_reports_data import DECLARED, sample_results

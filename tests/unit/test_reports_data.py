@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.case import Case, CrashStep
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.case import Case, CrashStep
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.reports.coverage import BranchCoverage, BranchStatus, branch_coverage, unreached
 
 # The first incarnation of the changelog scenario, as the probes report it.

@@ -6,8 +6,8 @@ import re
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
-from crashmatrix.harness.case import Case
-from crashmatrix.harness.results import CaseResult, Verdict
+from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.reports import html, junit, markdown
 from tests.unit.test_reports_data import DECLARED, FAILING, REPRO, make, sample_results, step
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from click.testing import CliRunner
 
-from crashmatrix.harness.cli import main
+from crashmatrix.harness.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crashmatrix.harness import scratch
+from crashmatrix.harness.execution import scratch
 
 
 def test_the_environment_override_wins(tmp_path: Path) -> None:

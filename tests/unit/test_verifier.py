@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
-from crashmatrix.harness.incarnation import ProbeEvent
-from crashmatrix.harness.observation import Delivery, Observation
-from crashmatrix.harness.transcript import Transcript
+from crashmatrix.harness.records.events import ProbeEvent
+from crashmatrix.harness.records.observation import Delivery, Observation
+from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.harness.verify import CHECKS, InvariantId, Violation, verify
 from crashmatrix.scenarios.model import Expect, Outcome, Scenario
 from tests.support.observations import (

@@ -9,7 +9,7 @@ import pytest
 
 from crashmatrix.agent import probe
 from crashmatrix.agent.log import read_commits
-from crashmatrix.harness.incarnation import ProbeEvent
+from crashmatrix.harness.records.events import ProbeEvent
 from tests.support.agent_env import make_agent, make_paths
 from tests.support.observations import (
     ANSWER,

@@ -6,9 +6,9 @@ import dataclasses
 
 from crashmatrix.agent import records as R
 from crashmatrix.agent.records import Intent, Outcome, Recovered, Role
-from crashmatrix.harness.incarnation import ProbeEvent
-from crashmatrix.harness.observation import Observation
-from crashmatrix.harness.transcript import Message, Run
+from crashmatrix.harness.records.events import ProbeEvent
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.transcript import Message, Run
 from crashmatrix.harness.verify import InvariantId, Violation
 from crashmatrix.scenarios.model import BoundaryKind
 from tests.support.observations import (

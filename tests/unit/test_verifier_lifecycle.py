@@ -5,7 +5,7 @@ from __future__ import annotations
 from crashmatrix.agent import records as R
 from crashmatrix.agent.records import Outcome
 from crashmatrix.agent.recovery import RecoveryBranch as B
-from crashmatrix.harness.transcript import Record, Run
+from crashmatrix.harness.records.transcript import Record, Run
 from crashmatrix.harness.verify import InvariantId
 from crashmatrix.scenarios.model import Boundary, BoundaryKind, Expect, LineRule, Scenario
 from crashmatrix.scenarios.model import Outcome as Expected

@@ -1,75 +1,27 @@
-"""The adapter contract (DESIGN section 8), and our durable agent as its first adapter.
-
-An adapter tells the harness how to start an agent, how to restart it into recovery, how to read
-its store into the canonical transcript, and which recovery branches it declares.
-"""
+"""The adapter of our own durable agent (`crashmatrix.agent`), run as `python -m crashmatrix.agent`."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Protocol
 
 # The adapter for our own agent may read its store with the agent's own reader: the rules for
 # what a valid log is live in one place. Other adapters read their agents' stores their own way.
 from crashmatrix.agent import inbox
 from crashmatrix.agent.log import LogCorrupt, read_commits
 from crashmatrix.agent.recovery import DECLARED_BRANCHES
-from crashmatrix.harness.transcript import Call, Message, Record, Run, ToolStart, Transcript
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """What one incarnation needs: where, which provider, and the policies in force now."""
-
-    session: Path
-    workspace: Path
-    provider_url: str
-    tools: Sequence[str]
-    policies: Mapping[str, str]  # tool -> safe|never overrides for this incarnation
-    resume_budget: int
-    max_retries: int
-    retry_delay_s: float
-    provider_timeout_s: float
-    fsync: bool
-
-
-class Adapter(Protocol):
-    name: str
-    module: str  # a fresh incarnation runs `python -m MODULE ARGS...`
-    entry: str  # a forked incarnation calls `package.module:function(ARGS)` (returns the exit code)
-    preload: tuple[str, ...]  # modules the zygote imports once, before it forks
-
-    def start_args(self, spec: LaunchSpec, task: str) -> list[str]: ...
-
-    def recover_args(self, spec: LaunchSpec) -> list[str]: ...
-
-    def deliver(self, spec: LaunchSpec, kind: str, item_id: str, text: str) -> None:
-        """Drop an input (kind "input") or a cancel into the agent's durable inbox."""
-        ...
-
-    def env(self) -> dict[str, str]:
-        """Extra environment for every incarnation."""
-        ...
-
-    def tear(self, spec: LaunchSpec) -> None:
-        """Tear the store's last write, as a crash in the middle of it would (agent is dead)."""
-        ...
-
-    def read_transcript(self, spec: LaunchSpec) -> Transcript: ...
-
-    def declared_branches(self) -> tuple[str, ...]: ...
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec
+from crashmatrix.harness.records.transcript import Call, Message, Record, Run, ToolStart, Transcript
 
 
 class DurableAgentAdapter:
-    """Our agent in `agent/`, run as `python -m agent`."""
+    """Our agent in `agent/`, run as `python -m crashmatrix.agent`."""
 
     name = "durable-agent"
     module = "crashmatrix.agent"
     entry = "crashmatrix.agent.cli:main"
     preload: tuple[str, ...] = ("crashmatrix.agent.cli",)
+    capabilities = frozenset({Capability.KILL, Capability.TEAR})
 
     def _common(self, spec: LaunchSpec) -> list[str]:
         argv = ["--session", str(spec.session), "--workspace", str(spec.workspace),
@@ -184,4 +136,4 @@ def _read_entry(t: Transcript, runs: dict[str, Run], seq: int, e: Mapping[str, o
         t.records.append(Record(seq, kind, {k: v for k, v in e.items() if k != "type"}))
 
 
-ADAPTERS: dict[str, Adapter] = {"durable-agent": DurableAgentAdapter()}
+ADAPTER = DurableAgentAdapter()  # registered as `durable-agent` in pyproject.toml

@@ -14,30 +14,12 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 import psutil
 
-from crashmatrix.harness.spawn import FreshSpawner, Launch, Spawner
-
-
-@dataclass(frozen=True)
-class ProbeEvent:
-    n: int  # 1-based index within its incarnation
-    kind: str
-    label: str
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def point(self) -> str:
-        return f"{self.kind}:{self.label}"
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"n": self.n, "kind": self.kind, "label": self.label}
-        if self.detail:
-            out["detail"] = self.detail
-        return out
+from crashmatrix.harness.execution.fresh import FreshSpawner
+from crashmatrix.harness.execution.spawn import Launch, Spawner
+from crashmatrix.harness.records.events import ProbeEvent
 
 
 class IncarnationTimeout(Exception):

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from crashmatrix.harness.case import Case
 from crashmatrix.harness.enumeration import crash_loop_extension, extensions, in_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
-from crashmatrix.harness.incarnation import kill_all
-from crashmatrix.harness.results import CaseResult, Verdict
-from crashmatrix.harness.runner import CaseAborted, CaseRunner, RunnerConfig
+from crashmatrix.harness.execution.incarnation import kill_all
+from crashmatrix.harness.execution.runner import CaseAborted, CaseRunner, RunnerConfig
+from crashmatrix.harness.faults.registry import faults_for
+from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios.model import Scenario
 
 OnResult = Callable[[CaseResult, int], None]  # a finished case, and the cases known so far
@@ -40,6 +41,8 @@ class Matrix:
         self.stop = threading.Event()
         self.runner = CaseRunner(config.runner, self.stop)
         self.by_name = {s.name: s for s in config.scenarios}
+        # The fault kinds this agent supports, found once: every crash point gets each of them.
+        self.faults = faults_for(config.runner.adapter)
 
     def depth_of(self, scenario: str) -> int:
         """The run's --depth, capped by the scenario's `[matrix] max_depth`."""
@@ -86,9 +89,9 @@ class Matrix:
                         children: list[Case] = []
                         if result.verdict in (Verdict.PASS, Verdict.FAIL):
                             if case.depth == 0:
-                                children = single_crash_cases(case.scenario, result.trace[0])
+                                children = single_crash_cases(case.scenario, result.trace[0], self.faults)
                             elif case.depth < self.depth_of(case.scenario):
-                                children = extensions(case, result.trace)
+                                children = extensions(case, result.trace, self.faults)
                             loop = crash_loop_extension(
                                 case, result.trace, self.by_name[case.scenario].matrix.crash_loop)
                             if loop is not None and loop not in children and loop.depth > cfg.depth:

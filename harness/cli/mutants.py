@@ -8,10 +8,10 @@ import sys
 import click
 from tabulate import tabulate
 
-from crashmatrix.harness.exitcodes import Exit
+from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
 from crashmatrix.harness.mutants.hunt import Hunt, hunt_all
-from crashmatrix.harness.spawn import SpawnMode
 
 KILLED, SURVIVED = "killed", "survived"
 

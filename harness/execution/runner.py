@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from crashmatrix.harness.adapter import Adapter, LaunchSpec
-from crashmatrix.harness.case import Case, FaultKind
-from crashmatrix.harness.incarnation import Incarnation, IncarnationTimeout
-from crashmatrix.harness.observation import Delivery, IncarnationRecord, Observation, Request
-from crashmatrix.harness.spawn import Launch, Spawner
+from crashmatrix.harness.adapters.interface import Adapter, LaunchSpec
+from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout
+from crashmatrix.harness.execution.spawn import Launch, Spawner
+from crashmatrix.harness.faults.interface import FaultKind
+from crashmatrix.harness.faults.registry import fault_named
+from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Observation, Request
 from crashmatrix.scenarios.model import Scenario
 
 # Permits granted at a time to an incarnation that is to run to its end.
@@ -91,6 +93,12 @@ class CaseRunner:
         self.config = config
         self.stop = stop or threading.Event()
         self._base_env: dict[str, str] | None = None  # the incarnations' environment, built once
+        self._faults: dict[str, FaultKind] = {}  # looked up in the registry once per name
+
+    def _fault(self, name: str) -> FaultKind:
+        if name not in self._faults:
+            self._faults[name] = fault_named(name)
+        return self._faults[name]
 
     def run(self, case: Case, scenario: Scenario) -> Observation:
         cfg = self.config
@@ -207,8 +215,7 @@ class CaseRunner:
                                 f"the recording listed {step.point}")
                         inc.kill()
                         record.crashed_at = event.n
-                        if step.fault is FaultKind.TORN:
-                            self.config.adapter.tear(spec)
+                        self._fault(step.fault).apply(self.config.adapter, spec)
                         break
                     self._grant(inc, step, pending)
                 else:

@@ -11,7 +11,7 @@ import sys
 import threading
 from typing import Any
 
-from crashmatrix.harness.spawn import Launch, Process, SpawnMode
+from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode
 
 
 class ZygoteError(RuntimeError):
@@ -51,7 +51,8 @@ class Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "crashmatrix.harness.zygote_server", str(theirs.fileno()), *preload],
+            [sys.executable, "-m", "crashmatrix.harness.execution.zygote_server", str(theirs.fileno()),
+             *preload],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
         )
         theirs.close()

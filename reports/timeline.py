@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crashmatrix.harness.observation import Observation
-from crashmatrix.harness.results import CaseResult
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.results import CaseResult
 
 
 def _short(text: Any, width: int = 90) -> str:

@@ -48,7 +48,7 @@ def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> N
         module_name, _, func = request["entry"].partition(":")
         sys.argv = [request["module"], *request["args"]]
         if request.get("coverage"):
-            from crashmatrix.harness.covered import run  # noqa: PLC0415 - only with --line-coverage
+            from crashmatrix.harness.execution.covered import run  # noqa: PLC0415 - only with --line-coverage
 
             data_file, source = request["coverage"]
             code = run(data_file, source, request["entry"], list(request["args"]))

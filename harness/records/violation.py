@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from crashmatrix.harness.incarnation import ProbeEvent
+from crashmatrix.harness.records.events import ProbeEvent
 
 
 class InvariantId(StrEnum):

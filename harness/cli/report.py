@@ -11,14 +11,13 @@ from typing import Any, TypeGuard
 
 import click
 
-from crashmatrix.harness.adapter import ADAPTERS
-from crashmatrix.harness.exitcodes import Exit
-from crashmatrix.harness.results import CaseResult, ResultsError, load, resolve_results_path
+from crashmatrix.harness.adapters.registry import ADAPTERS, DEFAULT_AGENT
+from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.records.results import CaseResult, ResultsError, load, resolve_results_path
 from crashmatrix.reports.coverage import unreached
 from crashmatrix.reports.write import write_reports
 
 RUN_FILE = "run.json"  # written by `run` beside results.jsonl: agent, declared branches, depth
-DEFAULT_AGENT = "durable-agent"
 
 
 def coverage_failures(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
@@ -100,8 +99,8 @@ def declared_branches(results_path: Path, results: Sequence[CaseResult]) -> list
             raise ResultsError(f"{run_file}: declared_branches must be a list of strings")
         return list(declared)
     agents = {r.agent for r in results}
-    agent = agents.pop() if len(agents) == 1 and agents <= set(ADAPTERS) else DEFAULT_AGENT
-    return list(ADAPTERS[agent].declared_branches())
+    agent = agents.pop() if len(agents) == 1 and agents <= set(ADAPTERS.names()) else DEFAULT_AGENT
+    return list(ADAPTERS.get(agent).declared_branches())
 
 
 def _fail(message: str, code: Exit) -> None:

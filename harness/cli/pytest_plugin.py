@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from crashmatrix.harness.case import Case
+    from crashmatrix.harness.records.case import Case
     from crashmatrix.scenarios.model import Scenario
 
 # The harness is imported only when --crashmatrix is given: the plugin is installed with the
@@ -43,15 +43,15 @@ class _Host:
 
     def __init__(self, config: pytest.Config) -> None:
         from crashmatrix.fakes import FakeProvider  # noqa: PLC0415 - see the note on imports above
-        from crashmatrix.harness.adapter import ADAPTERS  # noqa: PLC0415
-        from crashmatrix.harness.runner import RunnerConfig  # noqa: PLC0415
-        from crashmatrix.harness.scratch import scratch_dir  # noqa: PLC0415
+        from crashmatrix.harness.adapters.registry import ADAPTERS  # noqa: PLC0415
+        from crashmatrix.harness.execution.runner import RunnerConfig  # noqa: PLC0415
+        from crashmatrix.harness.execution.scratch import scratch_dir  # noqa: PLC0415
 
         self.provider = FakeProvider()
         self.provider.start()
         self.tmp = scratch_dir(prefix="crashmatrix-pytest-")
         self.runner_config = RunnerConfig(
-            adapter=ADAPTERS[config.getoption("crashmatrix_agent")], provider=self.provider,
+            adapter=ADAPTERS.get(config.getoption("crashmatrix_agent")), provider=self.provider,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"))
         self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
 
@@ -82,7 +82,7 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         from crashmatrix.harness.evaluate import evaluate  # noqa: PLC0415
-        from crashmatrix.harness.runner import CaseRunner  # noqa: PLC0415
+        from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
 
         host = _host(self.config)
         obs = CaseRunner(host.runner_config).run(self.case, self.scenario)
@@ -111,15 +111,17 @@ class MatrixCollector(pytest.Collector):
         self.scenarios = scenarios
 
     def collect(self) -> Iterator[CaseItem]:
-        from crashmatrix.harness.case import Case  # noqa: PLC0415
         from crashmatrix.harness.enumeration import single_crash_cases  # noqa: PLC0415
-        from crashmatrix.harness.runner import CaseRunner  # noqa: PLC0415
+        from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
+        from crashmatrix.harness.faults.registry import faults_for  # noqa: PLC0415
+        from crashmatrix.harness.records.case import Case  # noqa: PLC0415
 
         host = _host(self.config)
+        faults = faults_for(host.runner_config.adapter)
         for scenario in self.scenarios:
             obs = CaseRunner(host.runner_config).run(Case(scenario.name), scenario)
             first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
-            for case in [Case(scenario.name), *single_crash_cases(scenario.name, first)]:
+            for case in [Case(scenario.name), *single_crash_cases(scenario.name, first, faults)]:
                 yield CaseItem.from_parent(self, name=case.case_id, case=case, scenario=scenario)
 
 

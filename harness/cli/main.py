@@ -12,11 +12,11 @@ from types import FrameType
 import click
 
 from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.bench import bench
-from crashmatrix.harness.commands import COMMANDS
-from crashmatrix.harness.exitcodes import Exit
-from crashmatrix.harness.explore import explore
-from crashmatrix.harness.mutants import mutants
+from crashmatrix.harness.cli.bench import bench
+from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.cli.explore import explore
+from crashmatrix.harness.cli.mutants import mutants
+from crashmatrix.harness.cli.run import COMMANDS
 from crashmatrix.scenarios import ScenarioError, resolve
 
 # The case key the standalone server uses; the URL it prints ends in /<key>/v1.
@@ -86,6 +86,6 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
         provider.stop()
 
 
-# The matrix commands live in harness.commands; registered here so `main` is the one entry point.
+# The matrix commands live in crashmatrix.harness.cli.run; registered here so `main` is the one entry point.
 for _command in [*COMMANDS, bench, mutants, explore]:
     main.add_command(_command)

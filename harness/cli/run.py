@@ -16,22 +16,29 @@ from typing import Any
 import click
 
 from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.adapter import ADAPTERS, Adapter
-from crashmatrix.harness.case import Case, CaseIdError
-from crashmatrix.harness.enumeration import parse_shard, single_crash_cases
-from crashmatrix.harness.evaluate import evaluate
-from crashmatrix.harness.exitcodes import Exit
-from crashmatrix.harness.line_coverage import combine_and_report
-from crashmatrix.harness.matrix import Matrix, MatrixConfig
-from crashmatrix.harness.progress import Progress
-from crashmatrix.harness.report_command import (
+from crashmatrix.harness.adapters.interface import Adapter
+from crashmatrix.harness.adapters.registry import ADAPTERS
+from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.cli.progress import Progress
+from crashmatrix.harness.cli.report import (
     RUN_FILE,
     coverage_failures,
     coverage_message,
     load_results,
     report,
 )
-from crashmatrix.harness.results import (
+from crashmatrix.harness.enumeration import parse_shard, single_crash_cases
+from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.execution.line_coverage import combine_and_report
+from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
+from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
+from crashmatrix.harness.execution.scratch import scratch_dir
+from crashmatrix.harness.execution.spawn import SpawnMode
+from crashmatrix.harness.execution.spawners import make_spawner
+from crashmatrix.harness.faults.registry import check_faults, faults_for
+from crashmatrix.harness.plugins import PluginError, UnknownPlugin
+from crashmatrix.harness.records.case import Case, CaseIdError
+from crashmatrix.harness.records.results import (
     RESULTS_FILE,
     CaseResult,
     ResultsError,
@@ -40,11 +47,8 @@ from crashmatrix.harness.results import (
     merge,
     summary,
 )
-from crashmatrix.harness.runner import CaseRunner, RunnerConfig
-from crashmatrix.harness.scratch import scratch_dir
-from crashmatrix.harness.spawn import SpawnMode, make_spawner
-from crashmatrix.harness.timeline import render as render_timeline
 from crashmatrix.reports.terminal import render as render_summary
+from crashmatrix.reports.timeline import render as render_timeline
 from crashmatrix.reports.write import write_reports
 from crashmatrix.scenarios import ScenarioError, load_all, resolve
 from crashmatrix.scenarios.model import Scenario
@@ -68,9 +72,11 @@ def _scenarios(names: tuple[str, ...], dirs: tuple[str, ...]) -> list[Scenario]:
 
 
 def _adapter(name: str) -> Adapter:
-    if name not in ADAPTERS:
-        fail(f"unknown agent {name!r}; known: {', '.join(ADAPTERS)}")
-    return ADAPTERS[name]
+    try:
+        return ADAPTERS.get(name)
+    except (UnknownPlugin, PluginError) as exc:
+        fail(str(exc))
+        raise  # unreachable: fail exits
 
 
 @contextmanager
@@ -79,7 +85,7 @@ def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool
     adapter = _adapter(agent) if isinstance(agent, str) else agent
     # Under --line-coverage the agent is not preloaded: code that ran at import time in the
     # zygote would count as never run in the children that coverage measures.
-    preload = ["coverage", "crashmatrix.harness.covered"] if coverage_dir else list(adapter.preload)
+    preload = ["coverage", "crashmatrix.harness.execution.covered"] if coverage_dir else list(adapter.preload)
     # The zygote starts first, before this process has any thread, so it forks clean children.
     spawner = make_spawner(SpawnMode(spawn), preload)
     try:
@@ -216,7 +222,7 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
 def _enumerate(cfg: RunnerConfig, scenario: Scenario) -> list[Case]:
     obs = CaseRunner(cfg).run(Case(scenario.name), scenario)
     first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
-    return [Case(scenario.name), *single_crash_cases(scenario.name, first)]
+    return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults_for(cfg.adapter))]
 
 
 @click.command("repro")
@@ -248,6 +254,10 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         return
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
     with _runner_config(agent, timeout, fsync == "on", keep, spawn, work=work) as cfg:
+        try:
+            check_faults(case, faults_for(cfg.adapter))
+        except CaseIdError as exc:
+            fail(f"case id {case_id!r}: {exc}")
         if case.schedule:
             ids = [c.case_id for c in _enumerate(cfg, scenario)]
             first = Case(case.scenario, case.schedule[:1]).case_id
@@ -267,8 +277,8 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
 
 
 def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool) -> None:
+    from crashmatrix.harness.adapters.mutant import MutantAdapter  # noqa: PLC0415
     from crashmatrix.harness.explore import ReproFileError, read_repro, run_repro  # noqa: PLC0415 - rare path
-    from crashmatrix.harness.mutants.adapter import MutantAdapter  # noqa: PLC0415
     from crashmatrix.harness.mutants.catalogue import MutantName  # noqa: PLC0415
 
     try:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from crashmatrix.harness.case import Case
-from crashmatrix.harness.incarnation import ProbeEvent
-from crashmatrix.harness.transcript import Transcript
+from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.events import ProbeEvent
+from crashmatrix.harness.records.transcript import Transcript
 
 
 @dataclass

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.adapter import DurableAgentAdapter, LaunchSpec
+from crashmatrix.harness.adapters.durable import DurableAgentAdapter
+from crashmatrix.harness.adapters.interface import LaunchSpec
 from crashmatrix.harness.mutants.catalogue import MutantName
-from crashmatrix.harness.transcript import Transcript
+from crashmatrix.harness.records.transcript import Transcript
 
 
 class MutantAdapter:
@@ -15,10 +16,11 @@ class MutantAdapter:
     # The zygote imports the catalogue once; each forked child applies its own mutant's patch.
     preload: tuple[str, ...] = (*DurableAgentAdapter.preload, "crashmatrix.harness.mutants.launch")
 
-    def __init__(self, mutant: MutantName) -> None:
+    def __init__(self, mutant: MutantName, name: str | None = None) -> None:
         self.mutant = mutant
-        self.name = f"mutant:{mutant.value}"
+        self.name = name or f"mutant:{mutant.value}"
         self._agent = DurableAgentAdapter()
+        self.capabilities = self._agent.capabilities
 
     def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
         return [self.mutant.value, *self._agent.start_args(spec, task)]

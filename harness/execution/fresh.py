@@ -1,0 +1,40 @@
+"""The fresh spawner: a new interpreter per incarnation (`python -m MODULE ARGS...`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, probe_env
+
+
+class FreshSpawner:
+    """A new interpreter per incarnation: slow (it imports everything again), but simple."""
+
+    mode = SpawnMode.FRESH
+
+    def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
+        env = {**launch.env, **probe_env(*probe_fds)}
+        out = launch.output.open("ab") if launch.output else None
+        try:
+            argv = [sys.executable, "-m", launch.module, *launch.args]
+            if launch.coverage is not None:
+                data, source = launch.coverage
+                argv = [sys.executable, "-m", "crashmatrix.harness.execution.covered", str(data), source,
+                        launch.entry, *launch.args]
+            return subprocess.Popen(
+                argv,
+                env=env,
+                cwd=launch.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out or subprocess.DEVNULL,
+                stderr=subprocess.STDOUT if out else subprocess.DEVNULL,
+                pass_fds=probe_fds,
+                start_new_session=True,
+            )
+        finally:
+            if out is not None:
+                out.close()
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,22 @@
+"""`kill`: SIGKILL of the agent's process group at the probe event, at every recorded event.
+
+A SIGKILL keeps the page cache: everything the agent wrote survives, synced or not.
+"""
+
+from __future__ import annotations
+
+from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+
+
+class Kill:
+    name = "kill"
+    requires = frozenset({Capability.KILL})
+
+    def enumerated_at(self, kind: str, label: str) -> bool:
+        return True
+
+    def apply(self, adapter: Adapter, spec: LaunchSpec) -> None:
+        pass  # the kill itself is the whole fault
+
+
+KILL = Kill()

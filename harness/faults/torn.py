@@ -1,0 +1,25 @@
+"""`torn`: killed at `commit.written`, then the half-written last line of the store is torn.
+
+It stands for a crash (or a power loss) in the middle of the write: the store keeps only part of
+its last record. It is enumerated only where a write can be half done.
+"""
+
+from __future__ import annotations
+
+from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+
+TORN_AT = "commit.written"  # the only boundary where a write can be half done
+
+
+class Torn:
+    name = "torn"
+    requires = frozenset({Capability.KILL, Capability.TEAR})
+
+    def enumerated_at(self, kind: str, label: str) -> bool:
+        return kind == TORN_AT
+
+    def apply(self, adapter: Adapter, spec: LaunchSpec) -> None:
+        adapter.tear(spec)
+
+
+TORN = Torn()

@@ -1,0 +1,78 @@
+"""Extension points: named plugins found through entry-point groups, the built-ins included.
+
+crashmatrix's own adapters and fault kinds are registered in its `pyproject.toml` under the same
+entry-point groups a third party uses, and are found here the same way: nothing is special about
+a built-in except which distribution declares it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+ADAPTERS_GROUP = "crashmatrix.adapters"
+FAULTS_GROUP = "crashmatrix.faults"
+
+# Plugin names end up in case ids and on command lines: keep them to one plain token.
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+class UnknownPlugin(LookupError):
+    """No plugin of that name is registered; the message lists the known ones."""
+
+
+class PluginError(RuntimeError):
+    """A registered plugin could not be loaded, or is not what its group promises."""
+
+
+@dataclass(frozen=True)
+class ExtensionPoint(Generic[T]):
+    """One entry-point group: `[project.entry-points."<group>"] <name> = "<module>:<attr>"`.
+
+    The object an entry point names must carry a `name` attribute equal to the entry point's
+    name (so a case id or a results file can name it back).
+    """
+
+    group: str
+    what: str  # for messages: "agent adapter", "fault kind"
+
+    def _entries(self) -> dict[str, EntryPoint]:
+        found: dict[str, EntryPoint] = {}
+        for ep in entry_points(group=self.group):
+            # The first distribution on sys.path wins, as for any import.
+            found.setdefault(ep.name, ep)
+        return found
+
+    def names(self) -> list[str]:
+        return sorted(self._entries())
+
+    def get(self, name: str) -> T:
+        entries = self._entries()
+        ep = entries.get(name)
+        if ep is None:
+            known = ", ".join(sorted(entries)) or "none"
+            raise UnknownPlugin(f"unknown {self.what} {name!r} (known: {known})")
+        return self._load(ep)
+
+    def all(self) -> list[T]:
+        """Every registered plugin, sorted by name: a stable order whatever installed them."""
+        entries = self._entries()
+        return [self._load(entries[name]) for name in sorted(entries)]
+
+    def _load(self, ep: EntryPoint) -> T:
+        if not NAME_RE.match(ep.name):
+            raise PluginError(f"{self.what} entry point {ep.name!r} ({ep.value}) in group "
+                              f"{self.group!r}: names must match {NAME_RE.pattern}")
+        try:
+            obj = ep.load()
+        except Exception as exc:
+            raise PluginError(f"{self.what} {ep.name!r} ({ep.value}) failed to load: "
+                              f"{type(exc).__name__}: {exc}") from exc
+        if getattr(obj, "name", None) != ep.name:
+            raise PluginError(f"{self.what} {ep.name!r} ({ep.value}) names itself "
+                              f"{getattr(obj, 'name', None)!r}; its `name` must be {ep.name!r}")
+        return obj  # type: ignore[no-any-return]
