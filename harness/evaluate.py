@@ -5,13 +5,15 @@ from __future__ import annotations
 import shlex
 
 from crashmatrix.harness.records.observation import Observation
-from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.results import DEFAULT_AGENT, CaseResult, Verdict
 from crashmatrix.harness.verify import verify
 from crashmatrix.scenarios.model import Scenario
 
 
-def repro_command(case_id: str, scenario_dirs: list[str]) -> str:
+def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_AGENT) -> str:
     extra = "".join(f" --scenarios {shlex.quote(d)}" for d in scenario_dirs)
+    if agent != DEFAULT_AGENT:
+        extra += f" --agent {shlex.quote(agent)}"
     return f"crashmatrix repro {shlex.quote(case_id)}{extra}"
 
 
@@ -48,6 +50,6 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         incarnation_ms=[round(inc.duration_ms, 1) for inc in obs.incarnations],
         fsync=fsync,
         agent=agent,
-        repro=repro_command(obs.case.case_id, scenario_dirs),
+        repro=repro_command(obs.case.case_id, scenario_dirs, agent),
         note=nondeterministic or obs.harness_error,
     )

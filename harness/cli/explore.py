@@ -12,12 +12,13 @@ from pathlib import Path
 import click
 
 from crashmatrix.fakes import FakeProvider
+from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
 from crashmatrix.harness.cli.exitcodes import Exit
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
-from crashmatrix.harness.explore.agents import DEFAULT_AGENT, AgentChoiceError, label, resolve_adapter
+from crashmatrix.harness.explore.agents import AgentChoiceError, label, resolve_adapter
 from crashmatrix.harness.explore.report import summary_json, text_report
 from crashmatrix.harness.explore.repro import repro_command, repro_data, write_repro
 from crashmatrix.harness.explore.search import SearchConfig, SearchResult, search

@@ -17,7 +17,8 @@ import click
 
 from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.adapters.interface import Adapter
-from crashmatrix.harness.adapters.registry import ADAPTERS
+from crashmatrix.harness.adapters.mutant import MutantAdapter
+from crashmatrix.harness.adapters.registry import ADAPTERS, DEFAULT_AGENT
 from crashmatrix.harness.cli.exitcodes import Exit
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
@@ -36,6 +37,7 @@ from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.faults.registry import check_faults, faults_for
+from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.plugins import PluginError, UnknownPlugin
 from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.results import (
@@ -72,6 +74,13 @@ def _scenarios(names: tuple[str, ...], dirs: tuple[str, ...]) -> list[Scenario]:
 
 
 def _adapter(name: str) -> Adapter:
+    mutant = name.removeprefix("mutant:")
+    if mutant != name:
+        # A mutant's results name it `mutant:NAME`: its repro line must run it again.
+        try:
+            return MutantAdapter(MutantName(mutant))
+        except ValueError:
+            fail(f"unknown mutant {mutant!r}; known: {', '.join(m.value for m in MutantName)}")
     try:
         return ADAPTERS.get(name)
     except (UnknownPlugin, PluginError) as exc:
@@ -102,8 +111,9 @@ common_scenarios = [
                  help="Scenario to run (repeatable; default: every built-in and --scenarios one)."),
     click.option("--scenarios", "dirs", multiple=True, metavar="DIR",
                  type=click.Path(file_okay=False), help="Also load scenarios from DIR (repeatable)."),
-    click.option("--agent", default="durable-agent", show_default=True,
-                 help="Adapter of the agent under test."),
+    click.option("--agent", default=DEFAULT_AGENT, show_default=True,
+                 help="Adapter of the agent under test: a registered name (crashmatrix.adapters "
+                      "entry points: durable-agent, messages-only, ...) or mutant:NAME."),
     click.option("--timeout", default=60.0, show_default=True, metavar="S",
                  help="Per-case deadline; an agent that exceeds it is a liveness violation."),
     click.option("--fsync", type=click.Choice(["on", "off"]), default="off", show_default=True,
@@ -277,9 +287,7 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
 
 
 def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool) -> None:
-    from crashmatrix.harness.adapters.mutant import MutantAdapter  # noqa: PLC0415
     from crashmatrix.harness.explore import ReproFileError, read_repro, run_repro  # noqa: PLC0415 - rare path
-    from crashmatrix.harness.mutants.catalogue import MutantName  # noqa: PLC0415
 
     try:
         saved = read_repro(path)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from crashmatrix.harness.adapters.interface import Adapter
 from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.adapters.registry import ADAPTERS, DEFAULT_AGENT
+from crashmatrix.harness.adapters.registry import ADAPTERS
 from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.plugins import PluginError, UnknownPlugin
 
-__all__ = ["DEFAULT_AGENT", "AgentChoiceError", "label", "resolve_adapter"]
+__all__ = ["AgentChoiceError", "label", "resolve_adapter"]
 
 
 class AgentChoiceError(ValueError):

@@ -19,6 +19,8 @@ class Verdict(StrEnum):
 
 
 RESULTS_FILE = "results.jsonl"
+# The agent a run tests unless told otherwise (an adapter registered under this name).
+DEFAULT_AGENT = "durable-agent"
 
 
 class ResultsError(Exception):
@@ -41,7 +43,7 @@ class CaseResult:
     duration_ms: float = 0.0
     incarnation_ms: list[float] = field(default_factory=list)
     fsync: bool = False
-    agent: str = "durable-agent"
+    agent: str = DEFAULT_AGENT
     repro: str = ""
     note: str | None = None
 

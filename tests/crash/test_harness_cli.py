@@ -200,3 +200,28 @@ def test_a_scenario_max_depth_caps_deeper_schedules_and_says_so(tmp_path: Path) 
     single = crashmatrix("list", "--scenario", "policy-loosened", "--cases").stdout.splitlines()
     assert json.loads(proc.stdout)["cases"] == len(single)
     assert {r["depth"] for r in results(tmp_path / "out")} == {0, 1}
+
+
+def test_a_registered_adapter_is_run_by_name_and_its_repro_names_it(tmp_path: Path) -> None:
+    # messages-only is registered by entry point like any third party's adapter; it has no
+    # recovery rules, so the changelog matrix must catch it, and each repro line must re-run it.
+    proc = crashmatrix("run", "--agent", "messages-only", "--scenario", "changelog-fast",
+                       "--out", str(tmp_path / "out"), "--json")
+    assert proc.returncode == 1, proc.stderr
+    failure = json.loads(proc.stdout)["failures"][0]
+    assert failure["repro"].endswith("--agent messages-only")
+    args = failure["repro"].split()[1:]
+    again = crashmatrix(*args)
+    assert again.returncode == 1, again.stderr
+    violated = {line.split(":")[0].strip() for line in again.stdout.splitlines()
+                if line.startswith("   ") and not line.startswith("      ")}
+    assert set(failure["invariants"]) <= violated
+
+
+def test_an_unknown_agent_or_fault_is_a_usage_error(tmp_path: Path) -> None:
+    proc = crashmatrix("run", "--agent", "nope", "--scenario", "changelog-fast", "--out", str(tmp_path))
+    assert proc.returncode == 2
+    assert "unknown agent 'nope' (known: durable-agent, messages-only" in proc.stderr
+    proc = crashmatrix("repro", "changelog-fast/11:effect.after:append_note/zap")
+    assert proc.returncode == 2
+    assert "unknown fault 'zap' (known: kill, torn)" in proc.stderr

@@ -1,0 +1,12 @@
+"""Execution: processes, files and clocks, at the edge of the pure core.
+
+    spawn          the launch, process and spawner contract
+    fresh          a new interpreter per incarnation
+    zygote         the harness side of the zygote (fork mode); zygote_server is the process
+    spawners       picks one for a spawn mode
+    incarnation    one agent process on the probe channel: step, kill, reap
+    runner         one case: incarnations under the crash schedule, faults applied, settle run
+    matrix         a whole matrix: record, enumerate, run, go deeper
+    scratch        where case trees live (tmpfs when it can)
+    covered, line_coverage   --line-coverage of the recovery incarnations
+"""

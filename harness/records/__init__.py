@@ -1,0 +1,12 @@
+"""Records: the data that flows one way, scenario -> case -> observation -> verdict -> result.
+
+The bottom layer: these modules import nothing of crashmatrix above them (tests/unit/
+test_architecture.py keeps it so), so renderers, the verifier and plugins can depend on them alone.
+
+    case         Case, CrashStep: a scenario plus a crash schedule, and their stable ids
+    events       ProbeEvent: what an agent reported at one boundary
+    transcript   the canonical transcript an adapter reads any agent's store into
+    observation  what one case observed: incarnations, their events, requests, files
+    violation    InvariantId and Violation: the verdict's evidence
+    results      CaseResult and Verdict, and the results.jsonl file
+"""

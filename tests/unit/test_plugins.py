@@ -1,0 +1,90 @@
+"""Extension points: a third party's adapter or fault kind is found exactly as the built-ins are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashmatrix.harness.adapters.interface import Capability
+from crashmatrix.harness.adapters.registry import ADAPTERS
+from crashmatrix.harness.enumeration import single_crash_cases
+from crashmatrix.harness.faults.registry import FAULTS, faults_for
+from crashmatrix.harness.plugins import ExtensionPoint, PluginError, UnknownPlugin
+
+PLUGIN = '''
+from crashmatrix.harness.adapters.interface import Capability
+
+
+class Snap:
+    name = "snap"
+    requires = frozenset({Capability.KILL})
+
+    def enumerated_at(self, kind, label):
+        return kind == "effect.after"
+
+    def apply(self, adapter, spec):
+        pass
+
+
+class NeedsMore(Snap):
+    name = "needs-more"
+    requires = frozenset({Capability.KILL, "time-travel"})
+
+
+SNAP = Snap()
+NEEDS_MORE = NeedsMore()
+MISNAMED = Snap()
+'''
+
+
+def _distribution(root: Path, group: str, entries: dict[str, str]) -> Path:
+    """An installed distribution as importlib.metadata finds it: a dist-info folder on sys.path."""
+    info = root / "thirdparty-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty\nVersion: 0.1\n")
+    lines = "".join(f"{name} = {value}\n" for name, value in entries.items())
+    (info / "entry_points.txt").write_text(f"[{group}]\n{lines}")
+    (root / "thirdparty_faults.py").write_text(PLUGIN)
+    return root
+
+
+@pytest.fixture
+def plugin_faults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(_distribution(tmp_path, "crashmatrix.faults", {
+        "snap": "thirdparty_faults:SNAP", "needs-more": "thirdparty_faults:NEEDS_MORE"})))
+
+
+def test_the_builtins_are_registered_by_entry_point() -> None:
+    assert {"kill", "torn"} <= set(FAULTS.names())
+    assert {"durable-agent", "messages-only"} <= set(ADAPTERS.names())
+    assert ADAPTERS.get("durable-agent").capabilities == {Capability.KILL, Capability.TEAR}
+
+
+@pytest.mark.usefixtures("plugin_faults")
+def test_a_third_party_fault_is_enumerated_like_a_builtin() -> None:
+    assert FAULTS.get("snap").name == "snap"
+    durable = ADAPTERS.get("durable-agent")
+    # Sorted by name; a fault needing a capability the adapter lacks is never given to it.
+    assert [f.name for f in faults_for(durable)] == ["kill", "snap", "torn"]
+    cases = single_crash_cases("s", ["effect.after:append_note", "commit.written:x"], faults_for(durable))
+    assert [c.case_id for c in cases] == ["s/01:effect.after:append_note/kill",
+                                          "s/01:effect.after:append_note/snap",
+                                          "s/02:commit.written:x/kill", "s/02:commit.written:x/torn"]
+
+
+def test_an_unknown_name_lists_the_known_ones() -> None:
+    with pytest.raises(UnknownPlugin, match=r"unknown fault 'zap' \(known: .*kill.*torn"):
+        FAULTS.get("zap")
+
+
+def test_a_broken_or_misnamed_plugin_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(_distribution(tmp_path, "test.group", {
+        "gone": "thirdparty_nowhere:X", "wrong": "thirdparty_faults:MISNAMED", "Bad_Name": "x:y"})))
+    point: ExtensionPoint[object] = ExtensionPoint("test.group", "widget")
+    with pytest.raises(PluginError, match=r"widget 'gone' \(thirdparty_nowhere:X\) failed to load"):
+        point.get("gone")
+    with pytest.raises(PluginError, match=r"names itself 'snap'; its `name` must be 'wrong'"):
+        point.get("wrong")
+    with pytest.raises(PluginError, match="names must match"):
+        point.get("Bad_Name")
