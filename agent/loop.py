@@ -1,4 +1,4 @@
-"""The durable agent loop (DESIGN section 3.3) and the carrying-out of recovery plans (3.4)."""
+"""The durable agent loop and the carrying-out of recovery plans (docs/architecture.md)."""
 
 from __future__ import annotations
 

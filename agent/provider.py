@@ -1,4 +1,4 @@
-"""OpenAI-compatible chat-completions client: timeouts, and no hidden retries (DESIGN 3.6).
+"""OpenAI-compatible chat-completions client: timeouts, and no hidden retries (docs/architecture.md).
 
 Retries are the loop's job, through a durable `retry_pending` record; a client that retried on
 its own would hide from the log that a request was sent twice.

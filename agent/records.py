@@ -1,4 +1,4 @@
-"""The session log's entry types and their closed vocabularies (DESIGN section 3.2)."""
+"""The session log's entry types and their closed vocabularies (docs/architecture.md, "The session log")."""
 
 from __future__ import annotations
 

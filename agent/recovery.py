@@ -1,4 +1,4 @@
-"""Recovery rules (DESIGN section 3.4): a pure planner from session state to a recovery plan.
+"""Recovery rules (docs/architecture.md): a pure planner from session state to a recovery plan.
 
 The planner decides; `Agent.recover` carries the plan out. Keeping the decision pure lets the
 unit tests check every rule on logs they build, without processes or files.

@@ -1,4 +1,4 @@
-"""Tools, their argument schemas and replay policies (DESIGN section 3.5), confined to a workspace."""
+"""Tools, their argument schemas and replay policies, confined to a workspace."""
 
 from __future__ import annotations
 

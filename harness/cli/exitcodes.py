@@ -1,4 +1,4 @@
-"""The CLI's exit codes (DESIGN section 6)."""
+"""The CLI's exit codes (README, "Using it")."""
 
 from enum import IntEnum
 

@@ -1,4 +1,4 @@
-"""The "messages only" baseline (DESIGN section 8): it persists history but has no recovery rules."""
+"""The "messages only" baseline (docs/architecture.md): it persists history but has no recovery rules."""
 
 from __future__ import annotations
 

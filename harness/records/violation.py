@@ -10,7 +10,7 @@ from crashmatrix.harness.records.events import ProbeEvent
 
 
 class InvariantId(StrEnum):
-    """The promises the verifier checks (DESIGN section 6); the order is the report order."""
+    """The promises the verifier checks (docs/invariants.md); the order is the report order."""
 
     LOG_INTEGRITY = "log-integrity"
     PAIRING = "pairing"

@@ -1,4 +1,4 @@
-"""The verifier: pure checks of one observed case against the invariants of DESIGN section 6."""
+"""The verifier: pure checks of one observed case against the invariants (docs/invariants.md)."""
 
 from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.checks import CHECKS, Check, verify

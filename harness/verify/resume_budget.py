@@ -9,7 +9,7 @@ from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import BoundaryKind, Outcome, Scenario
 
 ID = InvariantId.RESUME_BUDGET
-BUDGET_WORD = "budget"  # a run closed for budget says so in its reason (DESIGN 3.4.5)
+BUDGET_WORD = "budget"  # a run closed for budget says so in its reason (see agent/recovery.py)
 
 
 def check_resume_budget(obs: Observation, scenario: Scenario) -> list[Violation]:

@@ -300,7 +300,7 @@ class ObservationBuilder:
 
 
 def changelog_scenario(expect: Expect | None = None, *, resume_budget: int = 3) -> Scenario:
-    """The running example of DESIGN section 1 (the verifier reads only its task and Expect)."""
+    """The running example, changelog (the verifier reads only its task and Expect)."""
     return Scenario(
         name="changelog", source="<tests>", description="append a line, run the tests, report",
         task=TASK, workspace=dict(START),

@@ -1,4 +1,4 @@
-"""Each recovery rule of DESIGN 3.4, on logs built by the test (pure planner, no I/O)."""
+"""Each recovery rule (docs/architecture.md), on logs built by the test (pure planner, no I/O)."""
 
 from __future__ import annotations
 
