@@ -42,7 +42,7 @@ def load_file(path: str | Path) -> Scenario:
             message = message[: m.start()]
         raise ScenarioError(f"invalid TOML: {message}", path=source, line=line,
                             column=column) from None
-    return parse_scenario(data, source=source, default_name=p.stem)
+    return parse_scenario(data, source=source, default_name=p.stem, text=text)
 
 
 def load_dir(path: str | Path) -> dict[str, Scenario]:

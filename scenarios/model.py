@@ -1,11 +1,41 @@
-"""The scenario data model: frozen dataclasses and the closed vocabularies they use."""
+"""The scenario model, declared once: frozen msgspec Structs that are also the file format.
+
+Every Struct field is a key of the TOML file, spelled as the file spells it, with its type,
+default, constraints and description; the loader (`schema.py`) decodes straight into these
+types, and the JSON Schema (`jsonschema.py`) and the reference in docs/scenarios.md derive from
+them. Rules that a type cannot express (tool arguments, placeholders, `kind:label` boundaries,
+cross-references) are `__post_init__` checks on the type they belong to; they raise `FieldError`
+so the loader can name the field. Constraints written as `Meta` apply when a file is decoded;
+`__post_init__` checks also hold for scenarios built in code (the explorer's).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
+from pathlib import PurePosixPath
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
+
+import msgspec
+from msgspec import Meta
+from msgspec.structs import force_setattr, replace
+
+from crashmatrix.scenarios import template
+
+
+class FieldError(ValueError):
+    """A rule broken inside a value; `at` is where, relative to the value being checked.
+
+    msgspec turns a ValueError raised while decoding into a ValidationError at the value's path
+    and keeps this exception as its cause, so the loader appends `at` to that path.
+    """
+
+    def __init__(self, message: str, *at: str | int, missing: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.at = at
+        self.missing = missing  # a required key is absent: the loader says what it expects
 
 
 class ToolName(StrEnum):
@@ -89,12 +119,66 @@ class BoundaryKind(StrEnum):
     RECOVERY_BRANCH = "recovery.branch"
 
 
-@dataclass(frozen=True)
+class CallIds(StrEnum):
+    """How the fake numbers the tool calls of a reply."""
+
+    HISTORY = "history"  # `call_<k>`, k counting the calls already in the history: unique
+    # `call_0`, `call_1`, ... in every reply, as some providers do: ids repeat across turns and
+    # runs, so an agent must match results to calls within a turn, not across the session.
+    PER_RESPONSE = "per-response"
+
+
+# What each closed vocabulary is called in an error message ("unknown tool 'rm'; ...").
+ENUM_NOUNS: Mapping[type[Enum], str] = MappingProxyType({
+    ToolName: "tool", Policy: "policy", Outcome: "outcome", FaultKind: "fault kind",
+    ResultStatus: "result status", Role: "role", BoundaryKind: "probe kind",
+    CallIds: "call id scheme",
+})
+
+
+def unknown_value(enum: type[Enum], value: object) -> str:
+    """The error message for a value outside a closed vocabulary."""
+    choices = ", ".join(e.value for e in enum)
+    return f"unknown {ENUM_NOUNS.get(enum, 'value')} {value!r}; expected one of {choices}"
+
+
+def relative_path(value: str) -> str:
+    """`value` normalised (`./a//b` is `a/b`), or FieldError unless it stays inside the workspace."""
+    p = PurePosixPath(value)
+    if p.is_absolute() or ".." in p.parts or value.strip() != value or not p.parts:
+        raise FieldError(f"{value!r} must be a relative path inside the workspace")
+    return str(p)
+
+
+# -- values written as strings: decoded by the loader's dec_hook through `parse` ---------------
+
 class Boundary:
     """A named probe event, written `kind:label` (label omitted: any label)."""
 
+    __slots__ = ("kind", "label")
     kind: BoundaryKind
-    label: str | None = None
+    label: str | None
+    # What the file holds here, for error messages and the JSON Schema.
+    expected: ClassVar[str] = 'a probe boundary "kind:label" such as "effect.after:append_note"'
+    json_schema: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "pattern": "^(" + "|".join(k.value.replace(".", r"\.") for k in BoundaryKind) + ")(:.+)?$",
+    }
+
+    def __init__(self, kind: BoundaryKind, label: str | None = None) -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "label", label)
+
+    @classmethod
+    def parse(cls, text: str) -> Boundary:
+        kind_text, sep, label = text.partition(":")
+        try:
+            kind = BoundaryKind(kind_text)
+        except ValueError:
+            raise FieldError(unknown_value(BoundaryKind, kind_text)) from None
+        if sep and not label:
+            raise FieldError(f"{text!r} has an empty label; write {kind.value!r} to match any label")
+        return cls(kind, label if sep else None)
 
     def matches(self, kind: str, label: str) -> bool:
         return kind == self.kind.value and (self.label is None or label == self.label)
@@ -102,97 +186,322 @@ class Boundary:
     def __str__(self) -> str:
         return self.kind.value if self.label is None else f"{self.kind.value}:{self.label}"
 
+    def __repr__(self) -> str:
+        return f"Boundary(kind={self.kind!r}, label={self.label!r})"
 
-@dataclass(frozen=True)
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Boundary) and (self.kind, self.label) == (other.kind, other.label)
+
+    def __hash__(self) -> int:
+        return hash((Boundary, self.kind, self.label))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Boundary is immutable; cannot set {name!r}")
+
+    def __reduce__(self) -> tuple[type[Boundary], tuple[BoundaryKind, str | None]]:
+        return (Boundary, (self.kind, self.label))
+
+
 class ResultKey:
     """Which results a condition looks at: a tool, optionally narrowed to one `path` argument."""
 
+    __slots__ = ("path", "tool")
     tool: ToolName
-    path: str | None = None
+    path: str | None
+    expected: ClassVar[str] = 'a result key: a tool name, or "tool:path" such as "read:CHANGELOG.md"'
+    json_schema: ClassVar[dict[str, Any]] = {
+        "type": "string",
+        "pattern": "^(" + "|".join(t.value for t in ToolName) + ")(:.+)?$",
+    }
+
+    def __init__(self, tool: ToolName, path: str | None = None) -> None:
+        object.__setattr__(self, "tool", tool)
+        object.__setattr__(self, "path", path)
+
+    @classmethod
+    def parse(cls, text: str) -> ResultKey:
+        tool_text, sep, path = text.partition(":")
+        try:
+            tool = ToolName(tool_text)
+        except ValueError:
+            raise FieldError(unknown_value(ToolName, tool_text)) from None
+        if not sep:
+            return cls(tool)
+        if "path" not in TOOL_ARGS[tool]:
+            raise FieldError(f"tool {tool.value!r} has no path argument, so {text!r} cannot name a path")
+        return cls(tool, relative_path(path))
 
     def __str__(self) -> str:
         return self.tool.value if self.path is None else f"{self.tool.value}:{self.path}"
 
+    def __repr__(self) -> str:
+        return f"ResultKey(tool={self.tool!r}, path={self.path!r})"
 
-def _frozen_map() -> Mapping[ResultKey, frozenset[ResultStatus]]:
-    return MappingProxyType({})
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ResultKey) and (self.tool, self.path) == (other.tool, other.path)
+
+    def __hash__(self) -> int:
+        return hash((ResultKey, self.tool, self.path))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"ResultKey is immutable; cannot set {name!r}")
+
+    def __reduce__(self) -> tuple[type[ResultKey], tuple[ToolName, str | None]]:
+        return (ResultKey, (self.tool, self.path))
 
 
-def _frozen_text_map() -> Mapping[ResultKey, str]:
-    return MappingProxyType({})
+# A file may write one value or an array where the model holds a collection (`outcome =
+# "completed"`). To the type checker these are the plain collections the rest of the code builds
+# and reads; at run time they are subclasses the loader's dec_hook recognises by `item`.
+if TYPE_CHECKING:
+    Statuses = frozenset[ResultStatus]
+    Outcomes = tuple[Outcome, ...]
+    Phrases = tuple[str, ...]
+else:
+    class Statuses(frozenset):
+        """One result status or a non-empty array of them (any of)."""
+
+        item = ResultStatus
+
+    class Outcomes(tuple):
+        """One outcome or a non-empty array of them (any of)."""
+
+        item = Outcome
+
+    class Phrases(tuple):
+        """One non-empty string or a non-empty array of them (all of)."""
+
+        item = str
 
 
-@dataclass(frozen=True)
-class Condition:
+# -- Structs ----------------------------------------------------------------------------------
+
+class Table(msgspec.Struct, frozen=True, forbid_unknown_fields=True, repr_omit_defaults=True):
+    """A table of the scenario file: unknown keys are errors, so typos never pass silently."""
+
+
+def _frozen(mapping: Mapping[Any, Any]) -> MappingProxyType[Any, Any]:
+    return mapping if isinstance(mapping, MappingProxyType) else MappingProxyType(dict(mapping))
+
+
+def _freeze(obj: msgspec.Struct, *names: str) -> None:
+    # Decoded tables are dicts; the model's mappings are read-only views, as scenarios are shared.
+    for name in names:
+        force_setattr(obj, name, _frozen(getattr(obj, name)))
+
+
+NonEmpty = Annotated[str, Meta(pattern=r"\S")]  # at least one non-blank character
+Count = Annotated[int, Meta(ge=0)]
+TurnCount = Annotated[int, Meta(ge=0, description="a number of assistant messages")]
+
+
+class Condition(Table, frozen=True):
     """A conjunction of tests over the conversation; an empty condition always holds."""
 
-    results: Mapping[ResultKey, frozenset[ResultStatus]] = field(default_factory=_frozen_map)
-    last_turn: Mapping[ResultKey, frozenset[ResultStatus]] = field(default_factory=_frozen_map)
-    contains: Mapping[ResultKey, str] = field(default_factory=_frozen_text_map)
-    lacks: Mapping[ResultKey, str] = field(default_factory=_frozen_text_map)
-    user_contains: str | None = None
-    user_lacks: str | None = None
-    last_role: Role | None = None
-    turns: int | None = None
-    min_turns: int | None = None
-    max_turns: int | None = None
+    results: Annotated[Mapping[ResultKey, Statuses], Meta(description=(
+        "KEY = status(es): the latest result for KEY anywhere in the history has one of them"
+    ))] = {}
+    last_turn: Annotated[Mapping[ResultKey, Statuses], Meta(description=(
+        "KEY = status(es): the same, among the results of the latest assistant message that made "
+        "tool calls ('none' if it made no such call); use it to react to what just happened"
+    ))] = {}
+    contains: Annotated[Mapping[ResultKey, NonEmpty], Meta(description=(
+        'KEY = "text": the latest result for KEY exists and contains the text'
+    ))] = {}
+    lacks: Annotated[Mapping[ResultKey, NonEmpty], Meta(description=(
+        'KEY = "text": there is no result for KEY, or the latest one lacks the text'
+    ))] = {}
+    user_contains: Annotated[NonEmpty | None, Meta(description=(
+        "some user message (the task or a queued input) contains the text"
+    ))] = None
+    user_lacks: Annotated[NonEmpty | None, Meta(description="no user message contains the text")] = None
+    last_role: Annotated[Role | None, Meta(description="the last non-system message has this role")] = None
+    turns: Annotated[Count | None, Meta(description="the history holds exactly N assistant messages")] = None
+    min_turns: Annotated[Count | None, Meta(description=(
+        "the history holds at least N assistant messages"))] = None
+    max_turns: Annotated[Count | None, Meta(description=(
+        "the history holds at most N assistant messages"))] = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "results", "last_turn", "contains", "lacks")
+        if self.min_turns is not None and self.max_turns is not None and self.min_turns > self.max_turns:
+            raise FieldError(f"must be >= min_turns ({self.min_turns})", "max_turns")
 
 
-@dataclass(frozen=True)
-class CallSpec:
-    tool: ToolName
-    args: Mapping[str, str]
+class CallSpec(Table, frozen=True):
+    """One tool call of a reply."""
+
+    noun: ClassVar[str] = "tool call"  # for "expected at least one tool call"
+
+    tool: Annotated[ToolName, Meta(description="the tool to call; it must be enabled in [tools]")]
+    args: Annotated[Mapping[str, str], Meta(description=(
+        "exactly the tool's string arguments: read path; append_note path, line; write path, "
+        "content; edit path, old, new; bash command; stop_run reason"
+    ))]
+
+    def __post_init__(self) -> None:
+        _freeze(self, "args")
+        want = TOOL_ARGS[self.tool]
+        takes = f"{self.tool.value} takes {', '.join(want)}"
+        for k in self.args:
+            if k not in want:
+                raise FieldError(f"unknown argument {k!r}; {takes}", "args")
+        for k in want:
+            if k not in self.args:
+                raise FieldError(f"missing argument {k!r}; {takes}", "args")
 
 
-@dataclass(frozen=True)
-class Reply:
-    """Tool calls (with optional text), or a final answer when `tool_calls` is empty."""
+def _check_template(text: str | None, at: str) -> None:
+    if text is None:
+        return
+    for ph in template.placeholders(text):
+        try:
+            ResultKey.parse(ph.key)
+        except FieldError as exc:
+            raise FieldError(exc.message, at) from None
+    if template.near_misses(text):
+        raise FieldError("malformed placeholder; expected {result.KEY} or {last_line.KEY}, "
+                         "e.g. {last_line.bash}", at)
 
-    text: str | None
-    tool_calls: tuple[CallSpec, ...] = ()
+
+class Reply(Table, frozen=True):
+    """Tool calls (with optional text), or a final answer when `tool_calls` is empty.
+
+    Written `final = "..."` for a final answer, or `tool_calls = [...]` with an optional
+    `content`; `text` is whichever text the reply carries.
+    """
+
+    final: Annotated[NonEmpty | None, Meta(description=(
+        "a final answer (no tool calls); may use {result.KEY} and {last_line.KEY} placeholders"
+    ))] = None
+    tool_calls: Annotated[tuple[CallSpec, ...], Meta(min_length=1, description=(
+        "the tool calls, each { tool, args }; exactly one of final and tool_calls is given"
+    ))] = ()
+    content: Annotated[NonEmpty | None, Meta(description=(
+        "text alongside the tool calls; may use placeholders like final"
+    ))] = None
+
+    def __post_init__(self) -> None:
+        if (self.final is None) == (not self.tool_calls):
+            raise FieldError("expected exactly one of 'final' (a final answer) or 'tool_calls' "
+                             "(a non-empty array)")
+        if self.final is not None and self.content is not None:
+            raise FieldError("'content' goes with 'tool_calls'; a final answer is 'final'", "content")
+        _check_template(self.final, "final")
+        _check_template(self.content, "content")
+
+    @property
+    def text(self) -> str | None:
+        return self.final if self.final is not None else self.content
 
     @property
     def is_final(self) -> bool:
         return not self.tool_calls
 
 
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    when: Condition
-    reply: Reply
+# Stands in for a rule's missing reply: Rule's positional fields (name, when, reply) need a
+# default after two optional ones. Rule.__post_init__ refuses it, so no rule ever holds it.
+_NO_REPLY: Final = Reply(final="")
 
 
-@dataclass(frozen=True)
-class Fault:
-    kind: FaultKind
-    when: Condition
-    times: int = 1
-    hold_s: float = 6.0  # timeout faults only: how long to hold before closing
+class Rule(Table, frozen=True):
+    """A script rule: the first rule whose `when` holds gives the reply."""
+
+    name: Annotated[NonEmpty, Meta(description=(
+        "shown in request records; unique within the script (default \"script[i]\")"
+    ))] = ""
+    when: Annotated[Condition, Meta(description="a condition; empty: always")] = (
+        msgspec.field(default_factory=Condition))
+    reply: Annotated[Reply, Meta(description="what the fake model answers")] = _NO_REPLY
+    noun: ClassVar[str] = "rule"
+    # Required in the file although the Struct has a default (see _NO_REPLY).
+    required_keys: ClassVar[tuple[str, ...]] = ("reply",)
+
+    def __post_init__(self) -> None:
+        if self.reply is _NO_REPLY:
+            raise FieldError("missing required field", "reply", missing=True)
 
 
-@dataclass(frozen=True)
-class Input:
+# A timeout fault must end on its own even if nobody stops the server.
+MAX_HOLD_S = 60.0
+DEFAULT_HOLD_S = 6.0  # just past the default provider_timeout_s
+
+
+class Fault(Table, frozen=True):
+    """A scheduled provider fault."""
+
+    kind: Annotated[FaultKind, Meta(description="what the fake does instead of answering")]
+    when: Annotated[Condition, Meta(description="a condition; empty: always")] = (
+        msgspec.field(default_factory=Condition))
+    times: Annotated[int, Meta(ge=1, description=(
+        "fires on the first `times` matching requests of the case"
+    ))] = 1
+    # As written; None means just past the agent's timeout, which the Scenario fills in.
+    hold: Annotated[Annotated[float, Meta(gt=0, le=MAX_HOLD_S)] | None, Meta(description=(
+        "timeout faults only: seconds to hold the request before closing; "
+        "default provider_timeout_s + 1, at most 60"
+    ))] = msgspec.field(default=None, name="hold_s")
+
+    def __post_init__(self) -> None:
+        if self.hold is not None and self.kind is not FaultKind.TIMEOUT:
+            raise FieldError("only a 'timeout' fault holds the response", "hold_s")
+
+    @property
+    def hold_s(self) -> float:
+        """How long a timeout fault holds the response."""
+        return DEFAULT_HOLD_S if self.hold is None else self.hold
+
+
+Id = Annotated[str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description=(
+    "unique across inputs and cancels: letters, digits, '.', '_' and '-'"
+))]
+At = Annotated[Boundary, Meta(description=(
+    "a probe boundary kind:label; the kind alone matches any label"
+))]
+
+
+class Input(Table, frozen=True):
     """A user input the harness drops into the inbox when the agent first reaches `at`."""
 
-    id: str
-    text: str
-    at: Boundary
+    id: Id
+    text: Annotated[NonEmpty, Meta(description="the user's message")]
+    at: At
 
 
-@dataclass(frozen=True)
-class Cancel:
+class Cancel(Table, frozen=True):
     """A cancel request the harness drops into the inbox when the agent first reaches `at`."""
 
-    id: str
-    at: Boundary
+    id: Id
+    at: At
 
 
-@dataclass(frozen=True)
-class Tools:
-    enabled: tuple[ToolName, ...]
-    policies: Mapping[ToolName, Policy]  # overrides at the first start
-    restart_policies: Mapping[ToolName, Policy]  # overrides for every restart/recovery
+PolicyMap = Annotated[Mapping[ToolName, Policy], Meta(description="tool = \"safe\" | \"never\"")]
+
+
+class Tools(Table, frozen=True):
+    """The tools the agent registers and their replay policies."""
+
+    enabled: Annotated[tuple[ToolName, ...], Meta(min_length=1, description=(
+        "the tools the agent registers"
+    ))] = tuple(ToolName)
+    policies: Annotated[PolicyMap, Meta(description=(
+        "policy overrides in force at the first start (defaults: read safe, all others never)"
+    ))] = {}
+    restart_policies: Annotated[PolicyMap, Meta(description=(
+        "policy overrides for every restart/recovery incarnation, layered on top of policies"
+    ))] = {}
+
+    def __post_init__(self) -> None:
+        _freeze(self, "policies", "restart_policies")
+        dupes = sorted({n.value for n in self.enabled if self.enabled.count(n) > 1})
+        if dupes:
+            raise FieldError(f"duplicate tool(s): {', '.join(dupes)}", "enabled")
+        enabled = ", ".join(e.value for e in self.enabled)
+        for name in ("policies", "restart_policies"):
+            for tool in getattr(self, name):
+                if tool not in self.enabled:
+                    raise FieldError(f"tool {tool.value!r} is not enabled; enabled: {enabled}", name,
+                                     tool.value)
 
     def overrides_at(self, *, restart: bool) -> dict[ToolName, Policy]:
         """Policy overrides for an incarnation; restart_policies layer on top of policies."""
@@ -207,16 +516,20 @@ class Tools:
         return {t: overrides.get(t, DEFAULT_POLICIES[t]) for t in self.enabled}
 
 
-@dataclass(frozen=True)
-class AgentSettings:
-    resume_budget: int = 3
-    max_retries: int = 3
-    retry_delay_s: float = 0.0
-    provider_timeout_s: float = 5.0
+class AgentSettings(Table, frozen=True):
+    """Settings passed to the agent."""
+
+    resume_budget: Annotated[int, Meta(ge=0, description=(
+        "automatic resumes before the run is closed with a notice"
+    ))] = 3
+    max_retries: Annotated[int, Meta(ge=0, description="retryable provider failures per run")] = 3
+    retry_delay_s: Annotated[float, Meta(ge=0, description="seconds to wait before a retry")] = 0.0
+    provider_timeout_s: Annotated[float, Meta(gt=0, description=(
+        "the agent's HTTP timeout in seconds"
+    ))] = 5.0
 
 
-@dataclass(frozen=True)
-class MatrixSettings:
+class MatrixSettings(Table, frozen=True):
     """How the harness schedules crashes for this scenario, beyond the run's --depth.
 
     `crash_loop = N` adds, for every single-crash case, a schedule that crashes again at the same
@@ -225,23 +538,26 @@ class MatrixSettings:
     asks, for a scenario whose expectation only holds up to N crashes (its file says why).
     """
 
-    crash_loop: int = 1
-    max_depth: int | None = None
+    crash_loop: Annotated[int, Meta(ge=1, description=(
+        "for every single-crash case, also crash again at the same boundary in each of the next "
+        "N-1 incarnations (an agent that keeps dying at the same step)"
+    ))] = 1
+    max_depth: Annotated[Annotated[int, Meta(ge=1)] | None, Meta(description=(
+        "cap the crashes per schedule at N whatever --depth asks, for a scenario whose "
+        "expectation only holds up to N crashes (say why in the file)"
+    ))] = None
 
 
-class CallIds(StrEnum):
-    """How the fake numbers the tool calls of a reply."""
+class ProviderSettings(Table, frozen=True):
+    """Settings of the fake provider."""
 
-    HISTORY = "history"  # `call_<k>`, k counting the calls already in the history: unique
-    # `call_0`, `call_1`, ... in every reply, as some providers do: ids repeat across turns and
-    # runs, so an agent must match results to calls within a turn, not across the session.
-    PER_RESPONSE = "per-response"
-
-
-@dataclass(frozen=True)
-class ProviderSettings:
-    unknown_marker: str = "outcome is unknown"
-    call_ids: CallIds = CallIds.HISTORY
+    unknown_marker: Annotated[NonEmpty, Meta(description=(
+        "a tool result containing this text has status unknown"
+    ))] = "outcome is unknown"
+    call_ids: Annotated[CallIds, Meta(description=(
+        "history: call_<k>, k counting the calls already in the history (unique ids); "
+        "per-response: every reply numbers its calls from call_0, so ids repeat across turns"
+    ))] = CallIds.HISTORY
 
 
 def count_lines(text: str | None, line: str) -> int:
@@ -251,16 +567,41 @@ def count_lines(text: str | None, line: str) -> int:
     return sum(1 for got in text.splitlines() if got == line)
 
 
-@dataclass(frozen=True)
-class LineRule:
-    """How many times one exact line may appear in a workspace file at the end."""
+class LineRule(Table, frozen=True):
+    """How many times one exact line may appear in a workspace file at the end.
 
-    path: str
-    line: str
-    min: int = 0
-    max: int | None = None
-    extra_per_crash: int = 0
-    missing_ok_if_crash_before: Boundary | None = None
+    Written with `count = N` or with `min`/`max`; `count` is shorthand that construction folds
+    into `min = max = N` (after which `count` is None), so equal rules compare equal.
+    """
+
+    path: Annotated[NonEmpty, Meta(description="a relative path in the workspace")]
+    line: Annotated[NonEmpty, Meta(description="one line of text, counted as whole lines, exactly equal")]
+    min: Annotated[int, Meta(ge=0, description="at least this many")] = 0
+    max: Annotated[Count | None, Meta(description="at most this many (no max: no upper bound)")] = None
+    extra_per_crash: Annotated[int, Meta(ge=0, description=(
+        "max is raised by this for every crash in the case"
+    ))] = 0
+    missing_ok_if_crash_before: Annotated[Boundary | None, Meta(description=(
+        "also accept a missing line when the case crashed and no incarnation ever reported this "
+        "event (the effect it marks never happened)"
+    ))] = None
+    count: Annotated[Count | None, Meta(description="exactly this many: min = max = count")] = None
+
+    def __post_init__(self) -> None:
+        force_setattr(self, "path", _at(relative_path, self.path, "path"))
+        if "\n" in self.line:
+            raise FieldError("expected a single line (no newline)", "line")
+        if self.count is not None:
+            if self.min != 0 or self.max is not None:
+                raise FieldError("use either 'count' or 'min'/'max', not both", "count")
+            force_setattr(self, "min", self.count)
+            force_setattr(self, "max", self.count)
+            force_setattr(self, "count", None)
+        if self.max is None and self.min == 0:
+            # Also refuses a lone `min = 0`: such a rule would accept any count.
+            raise FieldError("expected 'count', or 'min' (>= 1) and/or 'max'")
+        if self.max is not None and self.max < self.min:
+            raise FieldError(f"must be >= min ({self.min})", "max")
 
     def accepts(self, count: int, *, crashes: int, boundary_reached: bool) -> bool:
         """Judge a final count given the case's crash count and whether any incarnation
@@ -276,27 +617,103 @@ class LineRule:
         return count >= self.min and (high is None or count <= high)
 
 
-@dataclass(frozen=True)
-class Expect:
-    outcome: tuple[Outcome, ...] = (Outcome.COMPLETED,)
-    final_answer_contains: tuple[str, ...] = ()
-    files: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    lines: tuple[LineRule, ...] = ()
+def _at(check: Any, value: Any, *at: str | int) -> Any:
+    """`check(value)`, with a FieldError moved to `at` (relative to the caller's value)."""
+    try:
+        return check(value)
+    except FieldError as exc:
+        raise FieldError(exc.message, *at, *exc.at) from None
 
 
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    source: str  # the file it was loaded from
-    description: str
-    task: str
-    workspace: Mapping[str, str]
-    tools: Tools
-    agent: AgentSettings
-    provider: ProviderSettings
-    script: tuple[Rule, ...]
-    faults: tuple[Fault, ...] = ()
-    inputs: tuple[Input, ...] = ()
-    cancels: tuple[Cancel, ...] = ()
-    expect: Expect = field(default_factory=Expect)
-    matrix: MatrixSettings = field(default_factory=MatrixSettings)
+Files = Annotated[Mapping[str, str], Meta(description="path = \"exact text\"")]
+
+
+def _paths(files: Mapping[str, str], name: str) -> MappingProxyType[str, str]:
+    return MappingProxyType({_at(relative_path, k, name, k): v for k, v in files.items()})
+
+
+class Expect(Table, frozen=True):
+    """The expected end state."""
+
+    outcome: Annotated[Outcomes, Meta(description=(
+        "the outcome of the session's last run; an array means any of them"
+    ))] = (Outcome.COMPLETED,)
+    final_answer_contains: Annotated[Phrases, Meta(description=(
+        "substrings of the last run's final answer; checked only when the outcome is completed"
+    ))] = ()
+    files: Annotated[Files, Meta(description="files whose final content must be exactly this text")] = {}
+    lines: Annotated[tuple[LineRule, ...], Meta(description=(
+        "line-count rules; a missing file has 0 lines"
+    ))] = ()
+
+    def __post_init__(self) -> None:
+        force_setattr(self, "files", _paths(self.files, "files"))
+
+
+class Scenario(Table, frozen=True, kw_only=True):
+    """A crash-test scenario: one TOML file."""
+
+    name: Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9_-]*$", description=(
+        "lowercase letters, digits, '-' and '_'; default: the file's stem; unique across all "
+        "loaded directories"
+    ))]
+    source: str  # the file it was loaded from; set by the loader, never written in the file
+    description: Annotated[str, Meta(description="one line for `crashmatrix list`")] = ""
+    task: Annotated[NonEmpty, Meta(description="the prompt the first incarnation runs")]
+    workspace: Annotated[Files, Meta(description="files written before the first start")] = {}
+    tools: Annotated[Tools, Meta(description="the tool set and replay policies")] = (
+        msgspec.field(default_factory=Tools))
+    agent: Annotated[AgentSettings, Meta(description="agent settings")] = (
+        msgspec.field(default_factory=AgentSettings))
+    provider: Annotated[ProviderSettings, Meta(description="fake-provider settings")] = (
+        msgspec.field(default_factory=ProviderSettings))
+    script: Annotated[tuple[Rule, ...], Meta(min_length=1, description=(
+        "how the fake model answers: the first rule whose `when` holds gives the reply"
+    ))]
+    faults: Annotated[tuple[Fault, ...], Meta(description="scheduled provider faults")] = ()
+    inputs: Annotated[tuple[Input, ...], Meta(description="user inputs delivered at a boundary")] = ()
+    cancels: Annotated[tuple[Cancel, ...], Meta(description=(
+        "cancel requests delivered at a boundary"
+    ))] = ()
+    expect: Annotated[Expect, Meta(description="the expected end state")] = (
+        msgspec.field(default_factory=Expect))
+    matrix: Annotated[MatrixSettings, Meta(description="crash scheduling for this scenario")] = (
+        msgspec.field(default_factory=MatrixSettings))
+    # Filled in by the loader rather than written: `source` always, `name` when absent.
+    loader_keys: ClassVar[tuple[str, ...]] = ("name", "source")
+
+    def __post_init__(self) -> None:
+        force_setattr(self, "workspace", _paths(self.workspace, "workspace"))
+        enabled = self.tools.enabled
+        rules: list[Rule] = []
+        for i, written in enumerate(self.script):
+            rule = written if written.name else replace(written, name=f"script[{i}]")
+            if any(r.name == rule.name for r in rules):
+                raise FieldError(f"duplicate rule name {rule.name!r}", "script", i, "name")
+            for j, call in enumerate(rule.reply.tool_calls):
+                if call.tool not in enabled:
+                    raise FieldError(f"tool {call.tool.value!r} is not enabled; enabled: "
+                                     f"{', '.join(e.value for e in enabled)}",
+                                     "script", i, "reply", "tool_calls", j, "tool")
+            rules.append(rule)
+        force_setattr(self, "script", tuple(rules))
+        # Just past the agent's own timeout, so the client gives up first.
+        hold = min(self.agent.provider_timeout_s + 1.0, MAX_HOLD_S)
+        force_setattr(self, "faults", tuple(
+            replace(f, hold=hold) if f.kind is FaultKind.TIMEOUT and f.hold is None else f
+            for f in self.faults))
+        seen: set[str] = set()
+        scheduled: tuple[tuple[str, tuple[Input | Cancel, ...]], ...] = (
+            ("inputs", self.inputs), ("cancels", self.cancels))
+        for name, items in scheduled:
+            for i, item in enumerate(items):
+                if item.id in seen:
+                    raise FieldError(f"duplicate id {item.id!r} (input and cancel ids share one "
+                                     "namespace)", name, i, "id")
+                seen.add(item.id)
+
+
+def item_type(one_or_many: type) -> type:
+    """The element type of Statuses, Outcomes or Phrases."""
+    item: type = getattr(one_or_many, "item")  # noqa: B009 - the type checker sees the plain collection
+    return item

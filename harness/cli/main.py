@@ -17,6 +17,7 @@ from crashmatrix.harness.cli.exitcodes import Exit
 from crashmatrix.harness.cli.explore import explore
 from crashmatrix.harness.cli.mutants import mutants
 from crashmatrix.harness.cli.run import COMMANDS
+from crashmatrix.harness.cli.schema import schema
 from crashmatrix.scenarios import ScenarioError, resolve
 
 # The case key the standalone server uses; the URL it prints ends in /<key>/v1.
@@ -87,5 +88,5 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
 
 
 # The matrix commands live in crashmatrix.harness.cli.run; registered here so `main` is the one entry point.
-for _command in [*COMMANDS, bench, mutants, explore]:
+for _command in [*COMMANDS, bench, mutants, explore, schema]:
     main.add_command(_command)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from types import MappingProxyType
+
+import msgspec
 
 from crashmatrix.harness.explore.expectations import expect
 from crashmatrix.harness.explore.plan import INPUT_TOKEN, NOTES_HEADER, ActionKind, InterruptKind, Plan
@@ -86,7 +87,7 @@ def build_scenario(plan: Plan) -> Scenario:
         cancels=cancels,
         expect=expect(plan),
     )
-    return dataclasses.replace(scenario, name=scenario_name(scenario))
+    return msgspec.structs.replace(scenario, name=scenario_name(scenario))
 
 
 def scenario_name(scenario: Scenario) -> str:

@@ -1,6 +1,6 @@
 """Cases: a scenario plus a crash schedule, and their stable, readable ids.
 
-`changelog/07:effect.after:append_note/kill` crashes the first incarnation at its 7th probe event.
+`changelog/15:effect.after:append_note/kill` crashes the first incarnation at its 15th probe event.
 Multi-crash schedules join steps with `+`: step i crashes incarnation i (the first incarnation
 runs the task; every later one is a `recover`). A case with no crash is `changelog/none`.
 """

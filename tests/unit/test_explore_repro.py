@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from click.testing import CliRunner
 
@@ -72,7 +72,7 @@ def test_a_repro_file_holds_everything_needed_to_replay(tmp_path: Path) -> None:
     path = write_repro(tmp_path / "out" / "r.json", repro_data(finding, "durable-agent", None, 7))
     scenario, case = load_repro_file(path)
     assert case == finding.case
-    assert scenario == dataclasses.replace(finding.scenario, source=str(path))
+    assert scenario == msgspec.structs.replace(finding.scenario, source=str(path))
     repro = read_repro(path)
     assert (repro.agent, repro.mutant) == ("durable-agent", None)
     data = json.loads(path.read_text(encoding="utf-8"))

@@ -8,12 +8,15 @@ import os
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import jsonschema
 from click.testing import CliRunner
 
 from crashmatrix.harness.cli.main import main
+from crashmatrix.scenarios.loader import builtin_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +33,7 @@ def test_malformed_scenario_file_exits_2_naming_file_and_field(tmp_path: Path) -
     result = CliRunner().invoke(main, ["fake-provider", "--scenario", "bad",
                                        "--scenarios", str(tmp_path)])
     assert result.exit_code == 2
-    assert f"{tmp_path / 'bad.toml'}: field 'script[0].reply.final': expected a string" in (
+    assert f"{tmp_path / 'bad.toml'}:3: field 'script[0].reply.final': expected a string" in (
         result.output)
     assert "Traceback" not in result.output
 
@@ -75,3 +78,17 @@ def test_live_server_answers_and_exits_0_on_sigint() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+def test_the_schema_command_prints_a_schema_that_judges_scenario_files() -> None:
+    result = CliRunner().invoke(main, ["schema"])
+    assert result.exit_code == 0, result.output
+    schema = json.loads(result.output)
+    validator = jsonschema.Draft202012Validator(schema)
+    builtins = sorted(builtin_dir().glob("*.toml"))
+    assert len(builtins) >= 15
+    for path in builtins:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        assert list(validator.iter_errors(data)) == [], path.name
+        typo = {**data, "descripton": "typo'd key"}
+        assert [e.validator for e in validator.iter_errors(typo)] == ["additionalProperties"], path.name

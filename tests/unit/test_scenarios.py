@@ -94,19 +94,22 @@ def test_wrong_type_names_file_and_field(tmp_path: Path) -> None:
     err = error_of(tmp_path, MINIMAL.replace('task = "do it"', "task = 3"))
     assert err.field == "task"
     assert "expected a string, got an integer" in err.message
-    assert str(err) == f"{err.path}: field 'task': expected a string, got an integer"
+    # The line of the offending key comes first, as for TOML syntax errors.
+    assert str(err) == f"{err.path}:2: field 'task': expected a string, got an integer"
 
 
 def test_missing_field(tmp_path: Path) -> None:
     err = error_of(tmp_path, MINIMAL.replace('task = "do it"', ""))
     assert (err.field, err.message) == (
-        "task", "missing required field; expected a non-empty string (the prompt)")
+        "task", "missing required field; expected a non-empty string (the prompt the first "
+        "incarnation runs)")
+    assert err.line is None, "a missing top-level key has no line"
 
 
 def test_unknown_tool_lists_the_known_ones(tmp_path: Path) -> None:
     err = error_of(tmp_path, 'task = "t"\n[tools]\nenabled = ["read", "rm"]\n'
                              '[[script]]\nreply.final = "done"\n')
-    assert str(err) == (f"{err.path}: field 'tools.enabled[1]': unknown tool 'rm'; expected one "
+    assert str(err) == (f"{err.path}:3: field 'tools.enabled[1]': unknown tool 'rm'; expected one "
                         "of read, append_note, write, edit, bash, stop_run")
 
 
@@ -188,7 +191,7 @@ def test_line_rule_semantics() -> None:
 
 
 def test_the_readme_example_loads(tmp_path: Path) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "scenarios" / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "docs" / "scenarios.md").read_text()
     example = readme.split("## A complete example", 1)[1].split("```toml\n", 1)[1]
     s = load_file(write(tmp_path, example.split("```", 1)[0], "example"))
     assert s.name == "example"
@@ -208,3 +211,86 @@ def test_max_depth_is_read_and_checked(tmp_path: Path) -> None:
     assert load_file(write(tmp_path, MINIMAL, name="free")).matrix.max_depth is None
     err = error_of(tmp_path, MINIMAL + "\n[matrix]\nmax_depth = 0\n")
     assert err.field == "matrix.max_depth"
+
+
+# -- error locations derived from the model -------------------------------------------------
+
+LOCATED = '''task = """
+a multi-line task;
+name = "not a key"
+"""
+[tools]
+enabled = ["read", "bash"]
+
+[[script]]
+name = "a"
+reply.final = "done"
+
+[[script]]
+name = "b"
+reply.tool_calls = [{ tool = "append_note", args = { path = "C", line = "x" } }]
+'''
+
+
+def test_a_cross_field_error_gives_the_dotted_path_and_the_line(tmp_path: Path) -> None:
+    err = error_of(tmp_path, LOCATED)
+    assert err.field == "script[1].reply.tool_calls[0].tool"
+    assert err.message == "tool 'append_note' is not enabled; enabled: read, bash"
+    assert err.line == 14, "the line holding the inline table, past a multi-line string"
+
+
+@pytest.mark.parametrize(("extra", "field", "says", "line"), [
+    ('[workspace]\n"notes/a.md" = 3\n', 'workspace."notes/a.md"',
+     "expected a string, got an integer", 6),
+    ('[workspace]\n"../a.md" = "x"\n', 'workspace."../a.md"',
+     "'../a.md' must be a relative path inside the workspace", 6),
+    ('[tools]\nenabled = ["read"]\npolicies = { bash = "safe" }\n', "tools.policies.bash",
+     "tool 'bash' is not enabled; enabled: read", 7),
+    ('[agent]\nresume_budget = 1\nmax_retries = -1\n', "agent.max_retries",
+     "expected an integer >= 0, got -1", 7),
+    ('[[faults]]\nkind = "http_500"\nhold_s = 2\n', "faults[0].hold_s",
+     "only a 'timeout' fault holds the response", 7),
+    ('[[inputs]]\nid = "x"\ntext = "t"\nat = "inbox.poll"\n[[cancels]]\nid = "x"\nat = "inbox.poll"\n',
+     "cancels[0].id", "duplicate id 'x'", 10),
+    ('[[expect.lines]]\npath = "a"\nline = "x"\nmin = 1\ncount = 1\n', "expect.lines[0].count",
+     "use either 'count' or 'min'/'max', not both", 9),
+    ('[expect]\noutcome = ["completed", "done"]\n', "expect.outcome[1]",
+     "unknown outcome 'done'; expected one of completed, cancelled", 6),
+    ('[matrix]\ncrash_loop = true\n', "matrix.crash_loop", "expected an integer, got a boolean", 6),
+])
+def test_errors_name_the_field_and_its_line(tmp_path: Path, extra: str, field: str, says: str,
+                                             line: int) -> None:
+    err = error_of(tmp_path, MINIMAL + extra)
+    assert (err.field, err.line) == (field, line)
+    assert says in err.message
+
+
+@pytest.mark.parametrize(("when", "field", "says"), [
+    ('{ last_turn = { bash = ["ok", "fine"] } }', "script[0].when.last_turn.bash[1]",
+     "unknown result status 'fine'; expected one of none, ok, error, unknown, any"),
+    ('{ results = { rm = "ok" } }', "script[0].when.results.rm", "unknown tool 'rm'"),
+    ('{ contains = { "read:a.md" = 1 } }', 'script[0].when.contains."read:a.md"',
+     "expected a string, got an integer"),
+    ("{ min_turns = 2, max_turns = 1 }", "script[0].when.max_turns", "must be >= min_turns (2)"),
+])
+def test_data_keys_are_quoted_as_toml_spells_them(tmp_path: Path, when: str, field: str,
+                                                   says: str) -> None:
+    err = error_of(tmp_path, MINIMAL.replace("[[script]]", f"[[script]]\nwhen = {when}"))
+    assert (err.field, err.line) == (field, 4)
+    assert says in err.message
+
+
+def test_a_missing_reply_and_a_missing_tool_say_what_was_expected(tmp_path: Path) -> None:
+    err = error_of(tmp_path, 'task = "t"\n[[script]]\nname = "a"\n')
+    assert (err.field, err.line) == ("script[0].reply", 2)
+    assert err.message == "missing required field; expected a table (what the fake model answers)"
+    err = error_of(tmp_path, MINIMAL.replace('reply.final = "done"',
+                                             'reply.tool_calls = [{ args = { path = "a" } }]'))
+    assert err.field == "script[0].reply.tool_calls[0].tool"
+    assert err.message.startswith("missing required field; expected one of read, append_note")
+
+
+def test_the_docs_reference_is_the_model() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    from crashmatrix.scenarios.reference import reference  # noqa: PLC0415 - only this test needs it
+    assert f"<!-- reference:start -->\n{reference()}\n<!-- reference:end -->" in docs
