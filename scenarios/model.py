@@ -39,7 +39,7 @@ class FieldError(ValueError):
 
 
 class ToolName(StrEnum):
-    """The agent's built-in tools (DESIGN 3.5)."""
+    """The agent's built-in tools (crashmatrix.agent.tools)."""
 
     READ = "read"
     APPEND_NOTE = "append_note"
@@ -106,7 +106,7 @@ class Role(StrEnum):
 
 
 class BoundaryKind(StrEnum):
-    """Probe event kinds (DESIGN 3.7); duplicated here because scenarios never import agent."""
+    """Probe event kinds (docs/probe-protocol.md); duplicated here because scenarios never import agent."""
 
     COMMIT_BEFORE = "commit.before"
     COMMIT_WRITTEN = "commit.written"
@@ -152,7 +152,37 @@ def relative_path(value: str) -> str:
 
 # -- values written as strings: decoded by the loader's dec_hook through `parse` ---------------
 
-class Boundary:
+class _StringValue:
+    """An immutable value the file writes as one string (so msgspec hands it to the dec_hook).
+
+    Not a dataclass or Struct on purpose: msgspec would then expect a table in the file.
+    Equality, hashing, repr and pickling follow the fields named in `__slots__`, in order.
+    """
+
+    __slots__: tuple[str, ...] = ()
+
+    def _fields(self) -> tuple[object, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _StringValue) and type(other) is type(self)
+                and self._fields() == other._fields())
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._fields()))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable; cannot set {name!r}")
+
+    def __reduce__(self) -> tuple[type[_StringValue], tuple[object, ...]]:
+        return (type(self), self._fields())
+
+
+class Boundary(_StringValue):
     """A named probe event, written `kind:label` (label omitted: any label)."""
 
     __slots__ = ("kind", "label")
@@ -186,23 +216,9 @@ class Boundary:
     def __str__(self) -> str:
         return self.kind.value if self.label is None else f"{self.kind.value}:{self.label}"
 
-    def __repr__(self) -> str:
-        return f"Boundary(kind={self.kind!r}, label={self.label!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Boundary) and (self.kind, self.label) == (other.kind, other.label)
-
-    def __hash__(self) -> int:
-        return hash((Boundary, self.kind, self.label))
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"Boundary is immutable; cannot set {name!r}")
-
-    def __reduce__(self) -> tuple[type[Boundary], tuple[BoundaryKind, str | None]]:
-        return (Boundary, (self.kind, self.label))
 
 
-class ResultKey:
+class ResultKey(_StringValue):
     """Which results a condition looks at: a tool, optionally narrowed to one `path` argument."""
 
     __slots__ = ("path", "tool")
@@ -234,20 +250,6 @@ class ResultKey:
     def __str__(self) -> str:
         return self.tool.value if self.path is None else f"{self.tool.value}:{self.path}"
 
-    def __repr__(self) -> str:
-        return f"ResultKey(tool={self.tool!r}, path={self.path!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ResultKey) and (self.tool, self.path) == (other.tool, other.path)
-
-    def __hash__(self) -> int:
-        return hash((ResultKey, self.tool, self.path))
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"ResultKey is immutable; cannot set {name!r}")
-
-    def __reduce__(self) -> tuple[type[ResultKey], tuple[ToolName, str | None]]:
-        return (ResultKey, (self.tool, self.path))
 
 
 # A file may write one value or an array where the model holds a collection (`outcome =
