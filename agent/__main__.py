@@ -1,4 +1,4 @@
-"""Entry point for `python -m agent`."""
+"""Entry point for `python -m crashmatrix.agent`."""
 
 from crashmatrix.agent.cli import main
 

@@ -12,14 +12,14 @@ from crashmatrix.fakes.faults import FaultSchedule
 from crashmatrix.fakes.pairing import check_pairing
 from crashmatrix.fakes.records import RequestRecord
 from crashmatrix.fakes.script import completion, match_rule, reply_message
-from crashmatrix.scenarios.model import Fault, FaultKind, Scenario
+from crashmatrix.scenarios.model import Fault, ProviderFault, Scenario
 
 DEFAULT_MODEL = "crashmatrix-fake"
 
 
 # Faults that answer; the others (timeout, drop) send nothing at all.
-_FAULT_ERRORS = {FaultKind.HTTP_500: api_errors.server_error,
-                 FaultKind.HTTP_429: api_errors.rate_limited}
+_FAULT_ERRORS = {ProviderFault.HTTP_500: api_errors.server_error,
+                 ProviderFault.HTTP_429: api_errors.rate_limited}
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ class RequestRecord:
     messages: list[Any]  # exactly as received (the parsed JSON)
     tools: list[str]  # names of the tools the request offered
     status: int | None  # HTTP status returned; None when no response was sent (timeout, drop)
-    fault: str | None = None  # the FaultKind injected, if any
+    fault: str | None = None  # the ProviderFault injected, if any
     rule: str | None = None  # name of the script rule that produced the reply
     reply: dict[str, Any] | None = None  # the assistant message returned
     error: dict[str, Any] | None = None  # the error body returned

@@ -14,7 +14,7 @@ from urllib.parse import quote, unquote, urlsplit
 from crashmatrix.fakes import api_errors
 from crashmatrix.fakes.case import Case, Decision
 from crashmatrix.fakes.records import RequestRecord
-from crashmatrix.scenarios.model import FaultKind, Scenario
+from crashmatrix.scenarios.model import ProviderFault, Scenario
 
 SUFFIX = "/v1/chat/completions"
 MAX_BODY = 64 * 1024 * 1024
@@ -104,7 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send(self, decision: Decision) -> None:
         fault = decision.fault
-        if fault is not None and fault.kind is FaultKind.TIMEOUT:
+        if fault is not None and fault.kind is ProviderFault.TIMEOUT:
             # Hold past the client's timeout, but bounded and cut short by stop().
             self.server.provider.stopping.wait(fault.hold_s)
         if decision.status is None:

@@ -82,7 +82,7 @@ class Outcome(StrEnum):
     FAILED = "failed"
 
 
-class FaultKind(StrEnum):
+class ProviderFault(StrEnum):
     HTTP_500 = "http_500"
     HTTP_429 = "http_429"
     TIMEOUT = "timeout"  # hold the response past the client's timeout, then close
@@ -130,7 +130,7 @@ class CallIds(StrEnum):
 
 # What each closed vocabulary is called in an error message ("unknown tool 'rm'; ...").
 ENUM_NOUNS: Mapping[type[Enum], str] = MappingProxyType({
-    ToolName: "tool", Policy: "policy", Outcome: "outcome", FaultKind: "fault kind",
+    ToolName: "tool", Policy: "policy", Outcome: "outcome", ProviderFault: "fault kind",
     ResultStatus: "result status", Role: "role", BoundaryKind: "probe kind",
     CallIds: "call id scheme",
 })
@@ -156,7 +156,8 @@ class _StringValue:
     """An immutable value the file writes as one string (so msgspec hands it to the dec_hook).
 
     Not a dataclass or Struct on purpose: msgspec would then expect a table in the file.
-    Equality, hashing, repr and pickling follow the fields named in `__slots__`, in order.
+    Equality, hashing, repr and pickling follow the fields named in `__slots__`, in order: a
+    subclass lists them in the order its `__init__` takes them.
     """
 
     __slots__: tuple[str, ...] = ()
@@ -217,11 +218,10 @@ class Boundary(_StringValue):
         return self.kind.value if self.label is None else f"{self.kind.value}:{self.label}"
 
 
-
 class ResultKey(_StringValue):
     """Which results a condition looks at: a tool, optionally narrowed to one `path` argument."""
 
-    __slots__ = ("path", "tool")
+    __slots__ = ("tool", "path")  # noqa: RUF023 - the order __init__ takes them (see _StringValue)
     tool: ToolName
     path: str | None
     expected: ClassVar[str] = 'a result key: a tool name, or "tool:path" such as "read:CHANGELOG.md"'
@@ -249,7 +249,6 @@ class ResultKey(_StringValue):
 
     def __str__(self) -> str:
         return self.tool.value if self.path is None else f"{self.tool.value}:{self.path}"
-
 
 
 # A file may write one value or an array where the model holds a collection (`outcome =
@@ -432,7 +431,7 @@ DEFAULT_HOLD_S = 6.0  # just past the default provider_timeout_s
 class Fault(Table, frozen=True):
     """A scheduled provider fault."""
 
-    kind: Annotated[FaultKind, Meta(description="what the fake does instead of answering")]
+    kind: Annotated[ProviderFault, Meta(description="what the fake does instead of answering")]
     when: Annotated[Condition, Meta(description="a condition; empty: always")] = (
         msgspec.field(default_factory=Condition))
     times: Annotated[int, Meta(ge=1, description=(
@@ -445,7 +444,7 @@ class Fault(Table, frozen=True):
     ))] = msgspec.field(default=None, name="hold_s")
 
     def __post_init__(self) -> None:
-        if self.hold is not None and self.kind is not FaultKind.TIMEOUT:
+        if self.hold is not None and self.kind is not ProviderFault.TIMEOUT:
             raise FieldError("only a 'timeout' fault holds the response", "hold_s")
 
     @property
@@ -702,7 +701,7 @@ class Scenario(Table, frozen=True, kw_only=True):
         # Just past the agent's own timeout, so the client gives up first.
         hold = min(self.agent.provider_timeout_s + 1.0, MAX_HOLD_S)
         force_setattr(self, "faults", tuple(
-            replace(f, hold=hold) if f.kind is FaultKind.TIMEOUT and f.hold is None else f
+            replace(f, hold=hold) if f.kind is ProviderFault.TIMEOUT and f.hold is None else f
             for f in self.faults))
         seen: set[str] = set()
         scheduled: tuple[tuple[str, tuple[Input | Cancel, ...]], ...] = (

@@ -56,8 +56,8 @@ class DurableAgentAdapter:
                 f.truncate(start + last // 2)
 
     def env(self) -> dict[str, str]:
-        # The agent is importable from wherever crashmatrix is installed (an editable install
-        # puts the repository on sys.path), so nothing extra is needed.
+        # The agent is `crashmatrix.agent`, importable wherever crashmatrix is installed: nothing
+        # extra is needed (and nothing of the user's sys.path can shadow it).
         return {}
 
     def declared_branches(self) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ import click
 
 from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
-from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
@@ -28,11 +28,6 @@ DEFAULT_OUT = "crashmatrix-out"
 DEFAULT_EXAMPLES = 100
 CI_EXAMPLES = 25  # CI runs derandomized with a small budget; --examples for longer runs
 CI_SEED = 0
-
-
-def _fail(message: str, code: Exit) -> None:
-    click.echo(f"crashmatrix: error: {message}", err=True)
-    sys.exit(int(code))
 
 
 class _Progress:
@@ -109,7 +104,7 @@ def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: s
     Exit codes: 0 nothing found, 1 a failure found, 2 usage error, 3 harness error.
     """
     if mutant is not None and ctx.get_parameter_source("agent") is not click.core.ParameterSource.DEFAULT:
-        _fail("--agent and --mutant are exclusive (a mutant is a variant of the durable agent)",
+        fail("--agent and --mutant are exclusive (a mutant is a variant of the durable agent)",
               Exit.USAGE)
     config = search_config(examples, seed, jobs, shrink_time, os.environ)
     chosen_seed = config.seed
@@ -117,16 +112,16 @@ def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: s
     try:
         result = _run(config, agent, mutant, timeout)
     except AgentChoiceError as exc:
-        _fail(str(exc), Exit.USAGE)
+        fail(str(exc), Exit.USAGE)
         return
     except KeyboardInterrupt:
-        _fail("interrupted", Exit.HARNESS)
+        fail("interrupted", Exit.HARNESS)
         return
     except Exception as exc:  # the harness failed, not the agent: exit 3, not a traceback's 1
-        _fail(f"harness error: {exc.__class__.__name__}: {exc}", Exit.HARNESS)
+        fail(f"harness error: {exc.__class__.__name__}: {exc}", Exit.HARNESS)
         return
     if result.error is not None:
-        _fail(f"harness error: {result.error}", Exit.HARNESS)
+        fail(f"harness error: {result.error}", Exit.HARNESS)
     finding = result.finding
     file: Path | None = None
     if finding is not None:
@@ -134,7 +129,7 @@ def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: s
             file = write_repro(repro_path(Path(out), finding),
                                repro_data(finding, agent, mutant, chosen_seed))
         except OSError as exc:
-            _fail(f"cannot write the repro file under {out}: {exc.strerror or exc}", Exit.HARNESS)
+            fail(f"cannot write the repro file under {out}: {exc.strerror or exc}", Exit.HARNESS)
     command = repro_command(file) if file is not None else None
     if as_json:
         click.echo(json.dumps(summary_json(result, agent, mutant, chosen_seed,

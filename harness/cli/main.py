@@ -8,30 +8,36 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 import click
 
 from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.cli.bench import bench
-from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.cli.exitcodes import fail
 from crashmatrix.harness.cli.explore import explore
 from crashmatrix.harness.cli.mutants import mutants
 from crashmatrix.harness.cli.run import COMMANDS
 from crashmatrix.harness.cli.schema import schema
+from crashmatrix.harness.plugins import PluginError
 from crashmatrix.scenarios import ScenarioError, resolve
 
 # The case key the standalone server uses; the URL it prints ends in /<key>/v1.
 STANDALONE_CASE = "default"
 
 
-@click.group()
+class _Main(click.Group):
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PluginError as exc:
+            # An installed plugin that cannot load is the user's setup to fix, not a crash.
+            fail(f"{exc} (uninstall or fix the distribution that registers it)")
+
+
+@click.group(cls=_Main)
 def main() -> None:
     """crashmatrix: crash-test durable agent loops"""
-
-
-def _usage_error(message: str) -> None:
-    click.echo(f"crashmatrix: error: {message}", err=True)
-    sys.exit(int(Exit.USAGE))
 
 
 @contextmanager
@@ -66,13 +72,13 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
     try:
         (scenario,) = resolve([name], dirs)
     except ScenarioError as exc:
-        _usage_error(str(exc))
+        fail(str(exc))
         return
     provider = FakeProvider(port=port)
     try:
         provider.start()
     except OSError as exc:
-        _usage_error(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
+        fail(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}")
         return
     try:
         with _until_signalled() as done:

@@ -9,9 +9,9 @@ import click
 from tabulate import tabulate
 
 from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.execution.hunt import Hunt, hunt_all
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
-from crashmatrix.harness.mutants.hunt import Hunt, hunt_all
 
 KILLED, SURVIVED = "killed", "survived"
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from crashmatrix.harness.records.results import DEFAULT_AGENT
+
 if TYPE_CHECKING:
     from crashmatrix.harness.records.case import Case
     from crashmatrix.scenarios.model import Scenario
@@ -29,7 +31,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="scenario to collect (repeatable; default: all)")
     group.addoption("--crashmatrix-scenarios", action="append", default=[], metavar="DIR",
                     help="also load scenarios from DIR (repeatable)")
-    group.addoption("--crashmatrix-agent", default="durable-agent", help="adapter of the agent")
+    group.addoption("--crashmatrix-agent", default=DEFAULT_AGENT, metavar="NAME",
+                    help="agent under test: a registered adapter name or mutant:NAME")
     group.addoption("--crashmatrix-timeout", type=float, default=60.0, metavar="S",
                     help="per-case deadline")
 
@@ -43,15 +46,19 @@ class _Host:
 
     def __init__(self, config: pytest.Config) -> None:
         from crashmatrix.fakes import FakeProvider  # noqa: PLC0415 - see the note on imports above
-        from crashmatrix.harness.adapters.registry import ADAPTERS  # noqa: PLC0415
+        from crashmatrix.harness.adapters.registry import AgentChoiceError, resolve_agent  # noqa: PLC0415
         from crashmatrix.harness.execution.runner import RunnerConfig  # noqa: PLC0415
         from crashmatrix.harness.execution.scratch import scratch_dir  # noqa: PLC0415
 
+        try:
+            adapter = resolve_agent(config.getoption("crashmatrix_agent"))
+        except AgentChoiceError as exc:
+            raise pytest.UsageError(f"--crashmatrix-agent: {exc}") from None
         self.provider = FakeProvider()
         self.provider.start()
         self.tmp = scratch_dir(prefix="crashmatrix-pytest-")
         self.runner_config = RunnerConfig(
-            adapter=ADAPTERS.get(config.getoption("crashmatrix_agent")), provider=self.provider,
+            adapter=adapter, provider=self.provider,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"))
         self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -12,7 +11,7 @@ from typing import Any, TypeGuard
 import click
 
 from crashmatrix.harness.adapters.registry import ADAPTERS, DEFAULT_AGENT
-from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.records.results import CaseResult, ResultsError, load, resolve_results_path
 from crashmatrix.reports.coverage import unreached
 from crashmatrix.reports.write import write_reports
@@ -103,11 +102,6 @@ def declared_branches(results_path: Path, results: Sequence[CaseResult]) -> list
     return list(ADAPTERS.get(agent).declared_branches())
 
 
-def _fail(message: str, code: Exit) -> None:
-    click.echo(f"crashmatrix: error: {message}", err=True)
-    sys.exit(int(code))
-
-
 @click.command("report")
 @click.argument("source", metavar="RESULTS_OR_DIR", type=click.Path())
 @click.option("--out", type=click.Path(file_okay=False),
@@ -121,7 +115,7 @@ def report(source: str, out: str | None, require_coverage: bool) -> None:
         results = load_results(path)
         declared = declared_branches(path, results)
     except ResultsError as exc:
-        _fail(str(exc), Exit.USAGE)
+        fail(str(exc), Exit.USAGE)
         return
     out_dir = Path(out) if out else path.parent
     written = write_reports(results, out_dir, declared,
@@ -130,4 +124,4 @@ def report(source: str, out: str | None, require_coverage: bool) -> None:
         click.echo(f"wrote {p}")
     missing = coverage_failures(results, declared)
     if require_coverage and missing:
-        _fail(coverage_message(missing), Exit.VIOLATIONS)
+        fail(coverage_message(missing), Exit.VIOLATIONS)

@@ -18,8 +18,8 @@ import click
 from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.adapters.interface import Adapter
 from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.adapters.registry import ADAPTERS, DEFAULT_AGENT
-from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, resolve_agent
+from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
     RUN_FILE,
@@ -38,7 +38,6 @@ from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.faults.registry import check_faults, faults_for
 from crashmatrix.harness.mutants.catalogue import MutantName
-from crashmatrix.harness.plugins import PluginError, UnknownPlugin
 from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.results import (
     RESULTS_FILE,
@@ -58,11 +57,6 @@ from crashmatrix.scenarios.model import Scenario
 DEFAULT_OUT = "crashmatrix-out"
 
 
-def fail(message: str, code: Exit = Exit.USAGE) -> None:
-    click.echo(f"crashmatrix: error: {message}", err=True)
-    sys.exit(int(code))
-
-
 def _scenarios(names: tuple[str, ...], dirs: tuple[str, ...]) -> list[Scenario]:
     try:
         if names:
@@ -70,22 +64,13 @@ def _scenarios(names: tuple[str, ...], dirs: tuple[str, ...]) -> list[Scenario]:
         return list(load_all(dirs).values())
     except ScenarioError as exc:
         fail(str(exc))
-        raise  # unreachable: fail exits
 
 
 def _adapter(name: str) -> Adapter:
-    mutant = name.removeprefix("mutant:")
-    if mutant != name:
-        # A mutant's results name it `mutant:NAME`: its repro line must run it again.
-        try:
-            return MutantAdapter(MutantName(mutant))
-        except ValueError:
-            fail(f"unknown mutant {mutant!r}; known: {', '.join(m.value for m in MutantName)}")
     try:
-        return ADAPTERS.get(name)
-    except (UnknownPlugin, PluginError) as exc:
+        return resolve_agent(name)
+    except AgentChoiceError as exc:
         fail(str(exc))
-        raise  # unreachable: fail exits
 
 
 @contextmanager
@@ -255,7 +240,7 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
     except CaseIdError as exc:
         fail(str(exc))
         return
-    known = load_all(dirs) if not names else {s.name: s for s in _scenarios(names, dirs)}
+    known = {s.name: s for s in _scenarios(names, dirs)}
     scenario = known.get(case.scenario)
     if scenario is None:
         close = difflib.get_close_matches(case.scenario, list(known), n=3)

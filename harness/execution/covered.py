@@ -1,8 +1,8 @@
 """Runs an agent entry point under coverage.py, saving data only when the process ends normally.
 
 A killed incarnation writes no coverage data (it never reaches `save`); a recovery that runs to
-its end does. `python -m harness.covered DATA_FILE SOURCE ENTRY ARGS...` in fresh mode; the
-zygote calls `run` in fork mode.
+its end does. `python -m crashmatrix.harness.execution.covered DATA_FILE SOURCE ENTRY ARGS...`
+in fresh mode; the zygote calls `run` in fork mode.
 """
 
 from __future__ import annotations

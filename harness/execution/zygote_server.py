@@ -1,9 +1,10 @@
 """The zygote process: imports the agent once, then forks one child per incarnation.
 
-Started as `python -m harness.zygote_server FD MODULE...` with FD one end of a SOCK_SEQPACKET
-socketpair. It is single-threaded and forks before any thread could exist, so each child is a
-clean copy. Requests arrive with the child's probe pipe and output file as passed descriptors;
-the reply names the child's pid; the zygote reaps every child and reports its exit code.
+Started as `python -m crashmatrix.harness.execution.zygote_server FD MODULE...` with FD one end
+of a SOCK_SEQPACKET socketpair. It is single-threaded and forks before any thread could exist,
+so each child is a clean copy. Requests arrive with the child's probe pipe and output file as
+passed descriptors; the reply names the child's pid; the zygote reaps every child and reports its
+exit code.
 """
 
 from __future__ import annotations

@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 from crashmatrix.harness.adapters.interface import Adapter
-from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.adapters.registry import ADAPTERS
-from crashmatrix.harness.mutants.catalogue import MutantName
-from crashmatrix.harness.plugins import PluginError, UnknownPlugin
+from crashmatrix.harness.adapters.registry import MUTANT_PREFIX, AgentChoiceError, resolve_agent
 
 __all__ = ["AgentChoiceError", "label", "resolve_adapter"]
 
 
-class AgentChoiceError(ValueError):
-    """An unknown agent or mutant name (a usage error)."""
-
-
 def resolve_adapter(agent: str, mutant: str | None) -> Adapter:
-    if mutant is not None:
-        try:
-            return MutantAdapter(MutantName(mutant))
-        except ValueError:
-            known = ", ".join(n.value for n in MutantName)
-            raise AgentChoiceError(f"unknown mutant {mutant!r}; known: {known}") from None
-    try:
-        return ADAPTERS.get(agent)
-    except (UnknownPlugin, PluginError) as exc:
-        raise AgentChoiceError(str(exc)) from None
+    """`--mutant NAME` is explore's spelling of `--agent mutant:NAME`."""
+    return resolve_agent(agent if mutant is None else MUTANT_PREFIX + mutant)
 
 
 def label(agent: str, mutant: str | None) -> str:

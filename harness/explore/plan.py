@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from crashmatrix.scenarios.model import CallIds, FaultKind, Policy, ToolName
+from crashmatrix.scenarios.model import CallIds, Policy, ProviderFault, ToolName
 
 # Every appended line lands in a file that starts with this text, so exact file contents are known.
 NOTES_HEADER = "# notes\n"
@@ -97,7 +97,7 @@ class Interrupt:
 class FaultSpec:
     """A provider fault on the first request whose history holds `turn` assistant messages."""
 
-    kind: FaultKind
+    kind: ProviderFault
     turn: int
 
 

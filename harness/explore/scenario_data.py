@@ -9,8 +9,8 @@ from crashmatrix.scenarios.model import (
     Condition,
     Expect,
     Fault,
-    FaultKind,
     LineRule,
+    ProviderFault,
     Reply,
     ResultKey,
     ResultStatus,
@@ -66,7 +66,7 @@ def _rule(r: Rule) -> Data:
 
 def _fault(f: Fault) -> Data:
     out: Data = {"kind": f.kind.value, "when": condition_data(f.when), "times": f.times}
-    if f.kind is FaultKind.TIMEOUT:
+    if f.kind is ProviderFault.TIMEOUT:
         out["hold_s"] = f.hold_s
     return out
 

@@ -23,7 +23,7 @@ from crashmatrix.harness.explore.plan import (
 from crashmatrix.harness.explore.schedule import Draw
 from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.faults.torn import TORN
-from crashmatrix.scenarios.model import CallIds, FaultKind, Policy
+from crashmatrix.scenarios.model import CallIds, Policy, ProviderFault
 
 MAX_TURNS = 3
 MAX_PARALLEL = 2  # calls in one assistant message
@@ -33,7 +33,7 @@ MAX_INDEX = 63
 NEAR = 5
 # Timeouts are left out: they cost the agent's whole provider timeout, and a short timeout
 # would make a slow machine look like a fault.
-PROVIDER_FAULTS = (FaultKind.HTTP_500, FaultKind.HTTP_429, FaultKind.DROP)
+PROVIDER_FAULTS = (ProviderFault.HTTP_500, ProviderFault.HTTP_429, ProviderFault.DROP)
 
 
 def _number(shape: list[list[tuple[ActionKind, Care]]]) -> tuple[tuple[Action, ...], ...]:

@@ -1,7 +1,7 @@
 """Mutant agents: faulty variants of the durable agent, patched in at start, that the matrix must kill.
 
 `catalogue` names each mutant and the failure class it stands for; `launch` starts our agent with
-one patch applied; `hunt` runs a focused matrix per mutant. The `crashmatrix mutants` command is
-in `crashmatrix.harness.cli.mutants`; the adapter that starts a mutant is
-`crashmatrix.harness.adapters.mutant`.
+one patch applied. They sit below the adapters (`crashmatrix.harness.adapters.mutant` starts a
+mutant); the hunt, a focused matrix per mutant, is execution (`crashmatrix.harness.execution.hunt`);
+the `crashmatrix mutants` command is in `crashmatrix.harness.cli.mutants`.
 """

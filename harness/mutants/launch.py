@@ -1,4 +1,4 @@
-"""Starts the durable agent with one mutant's patch: `python -m harness.mutants.launch NAME ARGS...`."""
+"""Starts the durable agent with one mutant's patch applied (`python -m ...mutants.launch NAME ARGS`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def main(args: list[str] | None = None) -> int:
     """
     argv = sys.argv[1:] if args is None else list(args)
     if not argv:
-        print("usage: python -m harness.mutants.launch MUTANT [durable-agent args...]",
+        print("usage: python -m crashmatrix.harness.mutants.launch MUTANT [durable-agent args...]",
               file=sys.stderr)
         return EXIT_USAGE
     try:

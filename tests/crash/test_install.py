@@ -1,5 +1,6 @@
-"""Installed as users install it: the wheel owns one import name, and crashmatrix works beside a
-project that has its own `agent/` and `harness/` packages (the layout its users' agents have)."""
+"""Installed as users install it: the wheel owns one import name, and the installed wheel works
+beside a project that has its own `agent/` and `harness/` packages (the layout its users' agents
+have)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY_DIR = ROOT / "tests" / "support" / "scenarios"
@@ -28,12 +31,27 @@ def _source_copy(dest: Path) -> Path:
     return dest
 
 
-def test_the_wheel_installs_crashmatrix_and_nothing_else(tmp_path: Path) -> None:
-    src = _source_copy(tmp_path / "src")
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("wheel")
+    src = _source_copy(tmp / "src")
     # No build isolation: the test extra brings setuptools, so building needs no network.
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(tmp_path / "dist"), str(src)], check=True, capture_output=True)
-    (wheel,) = (tmp_path / "dist").glob("*.whl")
+                    "-w", str(tmp / "dist"), str(src)], check=True, capture_output=True)
+    (built,) = (tmp / "dist").glob("*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel's files installed into a folder of their own (the dependencies are the venv's)."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
+                    "--target", str(target), str(wheel)], check=True, capture_output=True)
+    return target
+
+
+def test_the_wheel_installs_crashmatrix_and_nothing_else(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     top = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top == {"crashmatrix"}
@@ -59,12 +77,25 @@ def _foreign_project(root: Path) -> Path:
     return root
 
 
-def test_run_works_from_a_project_with_its_own_agent_package(tmp_path: Path) -> None:
+def _env(project: Path, installed: Path) -> dict[str, str]:
+    # `python -m` puts the project first on sys.path, and PYTHONPATH does too, as in a project
+    # that installs itself: any generic import name of ours would hit the user's package. The
+    # installed wheel comes before the checkout's editable install.
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(project), str(installed)])}
+
+
+def test_the_installed_wheel_is_what_runs(tmp_path: Path, installed: Path) -> None:
+    project = _foreign_project(tmp_path / "project")
+    proc = subprocess.run([sys.executable, "-c", "import crashmatrix.agent.cli as m; print(m.__file__)"],
+                          cwd=project, env=_env(project, installed), capture_output=True, text=True,
+                          check=True)
+    assert Path(proc.stdout.strip()).is_relative_to(installed)
+
+
+def test_run_works_from_a_project_with_its_own_agent_package(tmp_path: Path, installed: Path) -> None:
     project = _foreign_project(tmp_path / "project")
     out = tmp_path / "out"
-    # `python -m` puts the project first on sys.path, and PYTHONPATH does too, as in a project
-    # that installs itself: any generic import name of ours would hit the user's package.
-    env = {**os.environ, "PYTHONPATH": str(project)}
+    env = _env(project, installed)
     proc = subprocess.run([sys.executable, "-m", "crashmatrix", "run", "--scenario", "tiny",
                            "--scenarios", str(TINY_DIR), "--out", str(out), "--json"],
                           cwd=project, env=env, capture_output=True, text=True, timeout=300, check=False)
@@ -74,9 +105,10 @@ def test_run_works_from_a_project_with_its_own_agent_package(tmp_path: Path) -> 
     assert summary["cases"] > 5
 
 
-def test_the_plugin_works_from_a_project_with_its_own_agent_package(tmp_path: Path) -> None:
+def test_the_plugin_works_from_a_project_with_its_own_agent_package(tmp_path: Path,
+                                                                   installed: Path) -> None:
     project = _foreign_project(tmp_path / "project")
-    env = {**os.environ, "PYTHONPATH": str(project)}
+    env = _env(project, installed)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
                            "--crashmatrix", "--crashmatrix-scenario", "tiny",
                            "--crashmatrix-scenarios", str(TINY_DIR), "-q", "-k", "none or 02"],

@@ -11,9 +11,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from crashmatrix.harness.execution.hunt import hunt_all
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
-from crashmatrix.harness.mutants.hunt import hunt_all
 
 pytestmark = pytest.mark.crash
 COMMAND = [sys.executable, "-m", "crashmatrix", "mutants"]

@@ -75,3 +75,17 @@ def test_a_failing_case_reports_invariant_and_repro(pytester: pytest.Pytester) -
         "*scenario-oracle*never-said*",
         f"*reproduce: crashmatrix repro tiny/none --scenarios {d}*",
     ])
+
+
+def test_the_agent_option_names_an_adapter_or_a_mutant(pytester: pytest.Pytester) -> None:
+    d = _scenario_dir(pytester, "alpha")
+    bad = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-agent", "bogus")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--crashmatrix-agent: unknown agent 'bogus' (known: durable-agent*"])
+    assert "INTERNALERROR" not in bad.stdout.str() + bad.stderr.str()
+    # `mutant:NAME` is accepted as on the command line, and its cases run (none errors).
+    mutant = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-agent", "mutant:messages-only",
+                                          "-k", "none or effect")
+    outcomes = mutant.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) >= 2
+    assert "errors" not in outcomes

@@ -26,7 +26,15 @@ from crashmatrix.harness.explore.plan import (
 )
 from crashmatrix.harness.explore.scenario_data import scenario_data
 from crashmatrix.harness.explore.strategies import MAX_CRASHES, boundaries, plans
-from crashmatrix.scenarios.model import CallIds, FaultKind, Outcome, Policy, Scenario, ToolName, count_lines
+from crashmatrix.scenarios.model import (
+    CallIds,
+    Outcome,
+    Policy,
+    ProviderFault,
+    Scenario,
+    ToolName,
+    count_lines,
+)
 from crashmatrix.scenarios.schema import parse_scenario
 
 # Building a scenario digests its data: well under a millisecond, but a loaded CI machine
@@ -208,13 +216,13 @@ def test_the_simulation_loses_a_blind_line_and_doubles_nothing() -> None:
 def test_faults_interrupts_and_policies_reach_the_scenario() -> None:
     plan = Plan(((Action(ActionKind.READ, 0), Action(ActionKind.WRITE, 1)),),
                 read_policy=Policy.NEVER, read_restart_policy=Policy.SAFE, write_policy=Policy.SAFE,
-                faults=(FaultSpec(FaultKind.HTTP_429, 1),),
+                faults=(FaultSpec(ProviderFault.HTTP_429, 1),),
                 interrupt=Interrupt(InterruptKind.CANCEL, "effect.after:read"))
     s = build_scenario(plan)
     assert s.tools.policies_at(restart=False) == {ToolName.READ: Policy.NEVER,
                                                   ToolName.WRITE: Policy.SAFE}
     assert s.tools.policies_at(restart=True)[ToolName.READ] is Policy.SAFE
-    assert [(f.kind, f.when.turns) for f in s.faults] == [(FaultKind.HTTP_429, 1)]
+    assert [(f.kind, f.when.turns) for f in s.faults] == [(ProviderFault.HTTP_429, 1)]
     assert [str(c.at) for c in s.cancels] == ["effect.after:read"]
     assert s.name.startswith("x-")
 

@@ -12,11 +12,11 @@ import pytest
 
 from crashmatrix.harness.adapters.durable import DurableAgentAdapter, LaunchSpec
 from crashmatrix.harness.adapters.mutant import MutantAdapter
+from crashmatrix.harness.execution.hunt import Hunt, next_level
+from crashmatrix.harness.execution.ordered import first_failure, run_until_failure
 from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.faults.torn import TORN
 from crashmatrix.harness.mutants.catalogue import MutantName
-from crashmatrix.harness.mutants.hunt import Hunt, next_level
-from crashmatrix.harness.mutants.ordered import first_failure, run_until_failure
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios import load_builtin
@@ -102,7 +102,7 @@ def test_the_adapter_is_the_durable_agents_started_through_the_launcher(tmp_path
 @pytest.mark.parametrize(("args", "code", "out"), [
     (["rerun-never", "--session", "{tmp}", "tools"], 0, "append_note"),
     (["nope", "tools"], 2, "unknown mutant 'nope'"),
-    ([], 2, "usage: python -m harness.mutants.launch MUTANT"),
+    ([], 2, "usage: python -m crashmatrix.harness.mutants.launch MUTANT"),
 ])
 def test_the_launcher_applies_a_named_mutant_then_runs_the_agent_cli(
         tmp_path: Path, args: list[str], code: int, out: str) -> None:

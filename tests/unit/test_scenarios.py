@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from pathlib import Path
 
 import pytest
@@ -21,6 +23,7 @@ from crashmatrix.scenarios import (
     load_file,
     resolve,
 )
+from crashmatrix.scenarios.model import DEFAULT_POLICIES, TOOL_ARGS, ResultKey
 
 REQUIRED_BUILTINS = {
     "changelog", "changelog-fast", "changelog-blind", "safe-read-rerun", "policy-changed",
@@ -294,3 +297,26 @@ def test_the_docs_reference_is_the_model() -> None:
     docs = (Path(__file__).resolve().parents[2] / "docs" / "scenarios.md").read_text(encoding="utf-8")
     from crashmatrix.scenarios.reference import reference  # noqa: PLC0415 - only this test needs it
     assert f"<!-- reference:start -->\n{reference()}\n<!-- reference:end -->" in docs
+
+
+@pytest.mark.parametrize("value", [
+    Boundary.parse("effect.after:append_note"), Boundary.parse("inbox.poll"),
+    ResultKey.parse("read:CHANGELOG.md"), ResultKey.parse("bash")])
+def test_string_values_survive_copy_and_pickle(value: object) -> None:
+    for again in (pickle.loads(pickle.dumps(value)), copy.copy(value), copy.deepcopy(value)):
+        assert again == value
+        assert repr(again) == repr(value)
+        assert hash(again) == hash(value)
+
+
+def test_the_scenario_vocabularies_mirror_the_agent() -> None:
+    # scenarios never import the agent (they are data), so the copies are compared here.
+    from crashmatrix.agent.probe import ProbeKind  # noqa: PLC0415
+    from crashmatrix.agent.tools import BUILTINS  # noqa: PLC0415
+
+    assert {k.value for k in BoundaryKind} == {k.value for k in ProbeKind}
+    assert {t.value for t in ToolName} == set(BUILTINS)
+    for tool in ToolName:
+        agent_tool = BUILTINS[tool.value]
+        assert set(TOOL_ARGS[tool]) == set(agent_tool.parameters["required"]), tool
+        assert DEFAULT_POLICIES[tool].value == agent_tool.replay.value, tool

@@ -12,13 +12,13 @@ from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.enumeration import crash_loop_extension, single_crash_cases
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
+from crashmatrix.harness.execution.ordered import first_failure, run_until_failure
 from crashmatrix.harness.execution.runner import RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.faults.interface import FaultKind
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
-from crashmatrix.harness.mutants.ordered import first_failure, run_until_failure
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios import Scenario, load_builtin
