@@ -225,3 +225,19 @@ def test_an_unknown_agent_or_fault_is_a_usage_error(tmp_path: Path) -> None:
     proc = crashmatrix("repro", "changelog-fast/11:effect.after:append_note/zap")
     assert proc.returncode == 2
     assert "unknown fault 'zap' (known: kill, torn)" in proc.stderr
+
+
+def test_a_broken_plugin_or_scenario_folder_is_a_usage_error(tmp_path: Path) -> None:
+    info = tmp_path / "broken-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[crashmatrix.faults]\nsnap = nowhere_at_all:SNAP\n")
+    proc = subprocess.run([*CLI, "run", "--scenarios", SCENARIOS, "--scenario", "tiny",
+                           "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(tmp_path)}, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "fault 'snap' (nowhere_at_all:SNAP) failed to load" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    proc = crashmatrix("repro", "tiny/none", "--scenarios", str(tmp_path / "missing"))
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
