@@ -6,7 +6,7 @@ import shlex
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.results import DEFAULT_AGENT, CaseResult, Verdict
-from crashmatrix.harness.verify import verify
+from crashmatrix.harness.verify import judge
 from crashmatrix.scenarios.model import Scenario
 
 
@@ -20,7 +20,8 @@ def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_A
 def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
              scenario_dirs: list[str], duration_ms: float) -> CaseResult:
     nondeterministic = next((i.nondeterministic for i in obs.incarnations if i.nondeterministic), None)
-    violations = [] if nondeterministic else [v.to_json() for v in verify(obs, scenario)]
+    judgement = None if nondeterministic else judge(obs, scenario)
+    violations = [v.to_json() for v in judgement.violations] if judgement else []
     if obs.harness_error:
         verdict = Verdict.ERROR
     elif nondeterministic:
@@ -52,4 +53,5 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         agent=agent,
         repro=repro_command(obs.case.case_id, scenario_dirs, agent),
         note=nondeterministic or obs.harness_error,
+        not_applicable=[n.to_json() for n in judgement.not_applicable] if judgement else [],
     )

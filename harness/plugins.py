@@ -50,6 +50,11 @@ class ExtensionPoint(Generic[T]):
     def names(self) -> list[str]:
         return sorted(self._entries())
 
+    def entries(self) -> list[EntryPoint]:
+        """The registered entry points, by name (not loaded)."""
+        entries = self._entries()
+        return [entries[name] for name in sorted(entries)]
+
     def get(self, name: str) -> T:
         entries = self._entries()
         ep = entries.get(name)

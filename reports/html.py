@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
-from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.reports.coverage import branch_coverage
 
 MAX_TIMELINES = 100  # failing cases drawn in full; the grid still shows every case
@@ -229,6 +229,12 @@ def render(results: Sequence[CaseResult], declared: Sequence[str]) -> str:
            '<label><input type="checkbox" id="only-bad"> show only boundaries that did not hold</label>']
     for name, grid in sorted(_grids(results).items()):
         out += _grid_section(name, grid, anchors)
+    na = not_applicable(results)
+    if na:
+        out += ['<h2 id="not-applicable">Not applicable to this agent</h2>',
+                "<p>Not judged, so not held: the evidence these invariants read is not available "
+                "for this agent.</p>", "<ul>",
+                *(f"<li><code>{_e(inv)}</code>: {_e(why)}</li>" for inv, why in na.items()), "</ul>"]
     out += ["<h2>Recovery-branch coverage</h2>", *_coverage(results, declared)]
     out.append(f"<h2>Failing cases ({len(bad)})</h2>")
     if not bad:

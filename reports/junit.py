@@ -7,7 +7,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 
 # XML 1.0 cannot carry most control characters, even escaped; ElementTree would write them
 # verbatim and the file would no longer parse. Agent output can hold anything, so replace them.
@@ -73,6 +73,12 @@ def render(results: Sequence[CaseResult]) -> str:
         by_scenario.setdefault(r.scenario, []).append(r)
     for name, rows in sorted(by_scenario.items()):
         suite = ET.SubElement(root, "testsuite", {"name": _xml_text(name), **_totals(rows)})
+        na = not_applicable(rows)
+        if na:
+            # Not judged is not held: CI tools show suite properties next to the counts.
+            props = ET.SubElement(suite, "properties")
+            for inv, why in na.items():
+                ET.SubElement(props, "property", {"name": f"not-applicable:{inv}", "value": _xml_text(why)})
         for r in rows:
             _testcase(suite, r)
     ET.indent(root)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
@@ -109,7 +109,11 @@ def render(results: Sequence[CaseResult], declared: Sequence[str]) -> str:
     head = ["# crashmatrix", "",
             f"**{total}** cases: {held} held, {failed} violated, {nondet} nondeterministic, "
             f"{error} harness errors — {verdict}.", "", *_scenario_table(results), ""]
+    na = not_applicable(results)
     tail = ["", *_coverage_table(results, declared), ""]
+    if na:
+        tail += ["**Not applicable** to this agent (not judged, not held):", "",
+                 *(f"- `{inv}`: {why}" for inv, why in na.items()), ""]
     fixed = sum(len(line.encode()) + 1 for line in head + tail)
     bad = [r for r in results if not r.ok]
     middle = _failures(bad, MAX_BYTES - fixed - 1024) if bad else []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 
 
 def summary_table(results: list[CaseResult]) -> str:
@@ -38,8 +38,19 @@ def failures(results: list[CaseResult], limit: int = 20) -> str:
     return "\n".join(lines)
 
 
+def unjudged(results: list[CaseResult]) -> str:
+    """The invariants no case could judge: listed, so that no one reads them as held."""
+    items = not_applicable(results)
+    if not items:
+        return ""
+    return "\n".join(["not applicable to this agent (not judged, not held):",
+                      *(f"  {inv}: {why}" for inv, why in items.items())])
+
+
 def render(results: list[CaseResult], out: str | None = None) -> str:
     parts = [summary_table(results)]
+    if unjudged(results):
+        parts.append(unjudged(results))
     bad = failures(results)
     if bad:
         parts.append(bad)

@@ -10,18 +10,19 @@ from collections.abc import Iterable, Mapping, Sequence
 from crashmatrix.agent import inbox
 from crashmatrix.agent.log import LogCorrupt, read_commits
 from crashmatrix.agent.recovery import DECLARED_BRANCHES
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
 from crashmatrix.harness.records.transcript import Call, Message, Record, Run, ToolStart, Transcript
+
+ENTRY = PythonEntry("crashmatrix.agent", "crashmatrix.agent.cli:main", ("crashmatrix.agent.cli",))
 
 
 class DurableAgentAdapter:
     """Our agent in `agent/`, run as `python -m crashmatrix.agent`."""
 
     name = "durable-agent"
-    module = "crashmatrix.agent"
-    entry = "crashmatrix.agent.cli:main"
-    preload: tuple[str, ...] = ("crashmatrix.agent.cli",)
-    capabilities = frozenset({Capability.KILL, Capability.TEAR})
+    python: PythonEntry | None = ENTRY
+    program = python_program("crashmatrix.agent")
+    capabilities = frozenset(Capability)  # kill, tear, inbox, store: everything the harness asks
 
     def _common(self, spec: LaunchSpec) -> list[str]:
         argv = ["--session", str(spec.session), "--workspace", str(spec.workspace),

@@ -1,12 +1,17 @@
 """The adapter contract: how the harness starts an agent, restarts it, feeds it and reads it.
 
 An adapter is any object with these attributes and methods, registered under the entry-point
-group `crashmatrix.adapters` (see `crashmatrix.harness.plugins`). It imports nothing of the
-harness but the records it returns.
+group `crashmatrix.adapters` (see `crashmatrix.harness.plugins`) or named `module:attr` on the
+command line. Its agent may be any program in any language (`program`); a Python agent may also
+offer an entry point the zygote preloads and forks (`python`), which is much faster. What the
+harness may do to or ask of the agent is declared in `capabilities`, never guessed: a scenario or
+a fault that needs a capability the adapter lacks is refused with a usage error. This module
+imports nothing of the harness but the records it returns.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -21,6 +26,18 @@ class Capability(StrEnum):
 
     KILL = "kill"  # the agent runs as a process the harness may SIGKILL (every adapter)
     TEAR = "tear"  # `tear` cuts the store's last write short, as a crash mid-write leaves it
+    INBOX = "inbox"  # `deliver` drops inputs and cancels into a durable inbox the agent polls
+    STORE = "store"  # `read_transcript` reads the agent's store into the canonical transcript
+
+
+@dataclass(frozen=True)
+class PythonEntry:
+    """A Python agent the zygote can import once and fork: `python -m MODULE ARGS` in fresh mode,
+    `ENTRY(ARGS)` (returning the exit code) in a forked child."""
+
+    module: str
+    entry: str  # "package.module:function"
+    preload: tuple[str, ...] = ()  # modules the zygote imports before it forks
 
 
 @dataclass(frozen=True)
@@ -41,9 +58,10 @@ class LaunchSpec:
 
 class Adapter(Protocol):
     name: str
-    module: str  # a fresh incarnation runs `python -m MODULE ARGS...`
-    entry: str  # a forked incarnation calls `package.module:function(ARGS)` (returns the exit code)
-    preload: tuple[str, ...]  # modules the zygote imports once, before it forks
+    # The command line an incarnation starts with; `start_args` or `recover_args` follow it.
+    # Any executable: ("node", "/abs/agent.js"), or (sys.executable, "-m", "pkg") for Python.
+    program: tuple[str, ...]
+    python: PythonEntry | None  # set when the agent can be forked from the zygote
     capabilities: frozenset[Capability]
 
     def start_args(self, spec: LaunchSpec, task: str) -> list[str]: ...
@@ -51,7 +69,7 @@ class Adapter(Protocol):
     def recover_args(self, spec: LaunchSpec) -> list[str]: ...
 
     def deliver(self, spec: LaunchSpec, kind: str, item_id: str, text: str) -> None:
-        """Drop an input (kind "input") or a cancel into the agent's durable inbox."""
+        """With INBOX: drop an input (kind "input") or a cancel into the agent's durable inbox."""
         ...
 
     def env(self) -> dict[str, str]:
@@ -59,9 +77,19 @@ class Adapter(Protocol):
         ...
 
     def tear(self, spec: LaunchSpec) -> None:
-        """Tear the store's last write, as a crash in the middle of it would (agent is dead)."""
+        """With TEAR: tear the store's last write, as a crash in the middle of it would (the
+        agent is dead)."""
         ...
 
-    def read_transcript(self, spec: LaunchSpec) -> Transcript: ...
+    def read_transcript(self, spec: LaunchSpec) -> Transcript:
+        """With STORE: the agent's store as the canonical transcript."""
+        ...
 
-    def declared_branches(self) -> tuple[str, ...]: ...
+    def declared_branches(self) -> tuple[str, ...]:
+        """The recovery branches the agent reports (`recovery.branch` events); () if none."""
+        ...
+
+
+def python_program(module: str) -> tuple[str, ...]:
+    """`program` for a Python agent run as `python -m MODULE` by the harness's interpreter."""
+    return (sys.executable, "-m", module)

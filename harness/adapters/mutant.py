@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.adapters.durable import DurableAgentAdapter
-from crashmatrix.harness.adapters.interface import LaunchSpec
+from crashmatrix.harness.adapters.durable import ENTRY, DurableAgentAdapter
+from crashmatrix.harness.adapters.interface import LaunchSpec, PythonEntry, python_program
 from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.records.transcript import Transcript
 
@@ -11,10 +11,11 @@ from crashmatrix.harness.records.transcript import Transcript
 class MutantAdapter:
     """Everything as for the durable agent (store, inbox, branches), except how it is started."""
 
-    module = "crashmatrix.harness.mutants.launch"
-    entry = "crashmatrix.harness.mutants.launch:main"
     # The zygote imports the catalogue once; each forked child applies its own mutant's patch.
-    preload: tuple[str, ...] = (*DurableAgentAdapter.preload, "crashmatrix.harness.mutants.launch")
+    python: PythonEntry | None = PythonEntry(
+        "crashmatrix.harness.mutants.launch", "crashmatrix.harness.mutants.launch:main",
+        (*ENTRY.preload, "crashmatrix.harness.mutants.launch"))
+    program = python_program("crashmatrix.harness.mutants.launch")
 
     def __init__(self, mutant: MutantName, name: str | None = None) -> None:
         self.mutant = mutant

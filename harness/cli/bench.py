@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import click
 from tabulate import tabulate
 
-from crashmatrix.harness.adapters.registry import ADAPTERS, DEFAULT_AGENT
+from crashmatrix.harness.adapters.durable import ENTRY as DURABLE_ENTRY
 from crashmatrix.harness.cli.run import _runner_config, _scenarios
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.records.results import CaseResult
@@ -121,7 +121,7 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
           timeout: float, as_json: bool) -> None:
     """Measure fresh-interpreter and zygote spawning on the same matrix, side by side."""
     floor_fork = fork_floor_ms()
-    with cached_bytecode(ADAPTERS.get(DEFAULT_AGENT).module) as bytecode_cached:
+    with cached_bytecode(DURABLE_ENTRY.module) as bytecode_cached:
         fresh = None if skip_fresh else measure("fresh", names, jobs, 1, timeout, dirs)
         fork = measure("fork", names, jobs, repeat, timeout, dirs)
     per_case_incarnations = fork.incarnations / fork.cases if fork.cases else 0.0

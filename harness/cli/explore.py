@@ -66,7 +66,7 @@ def repro_path(out: Path, finding: Finding) -> Path:
 def _run(config: SearchConfig, agent: str, mutant: str | None, timeout: float) -> SearchResult:
     adapter = resolve_adapter(agent, mutant)
     # The zygote starts first, before this process has any thread, so it forks clean children.
-    spawner = make_spawner(SpawnMode.FORK, list(adapter.preload))
+    spawner = make_spawner(SpawnMode.FORK, list(adapter.python.preload) if adapter.python else None)
     progress = _Progress(config.examples)
     try:
         with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-explore-") as tmp:

@@ -59,7 +59,8 @@ class _Host:
         self.tmp = scratch_dir(prefix="crashmatrix-pytest-")
         self.runner_config = RunnerConfig(
             adapter=adapter, provider=self.provider,
-            work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"))
+            work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
+            agent_ref=config.getoption("crashmatrix_agent"))
         self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
 
     def close(self) -> None:
@@ -93,7 +94,7 @@ class CaseItem(pytest.Item):
 
         host = _host(self.config)
         obs = CaseRunner(host.runner_config).run(self.case, self.scenario)
-        result = evaluate(obs, self.scenario, fsync=False, agent=host.runner_config.adapter.name,
+        result = evaluate(obs, self.scenario, fsync=False, agent=host.runner_config.agent,
                           scenario_dirs=host.dirs, duration_ms=0.0)
         if not result.ok:
             lines = [f"{result.case}: {result.verdict.value}"]

@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import click
+from tabulate import tabulate
 
 from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.adapters.interface import Adapter
 from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, resolve_agent
+from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
+from crashmatrix.harness.adapters.requirements import unmet
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
@@ -66,6 +68,12 @@ def _scenarios(names: tuple[str, ...], dirs: tuple[str, ...]) -> list[Scenario]:
         fail(str(exc))
 
 
+def _require(adapter: Adapter, scenarios: list[Scenario]) -> None:
+    problems = unmet(adapter, scenarios)
+    if problems:
+        fail("; ".join(problems))
+
+
 def _adapter(name: str) -> Adapter:
     try:
         return resolve_agent(name)
@@ -79,14 +87,18 @@ def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool
     adapter = _adapter(agent) if isinstance(agent, str) else agent
     # Under --line-coverage the agent is not preloaded: code that ran at import time in the
     # zygote would count as never run in the children that coverage measures.
-    preload = ["coverage", "crashmatrix.harness.execution.covered"] if coverage_dir else list(adapter.preload)
+    if coverage_dir and adapter.python is None:
+        fail(f"--line-coverage measures a Python agent; agent {adapter.name!r} has no Python entry point")
+    preload = (["coverage", "crashmatrix.harness.execution.covered"] if coverage_dir
+               else list(adapter.python.preload) if adapter.python else None)
     # The zygote starts first, before this process has any thread, so it forks clean children.
     spawner = make_spawner(SpawnMode(spawn), preload)
     try:
         with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-") as tmp:
             yield RunnerConfig(adapter=adapter, provider=provider, work_root=work or Path(tmp),
                                case_timeout_s=timeout, fsync=fsync, keep=keep, spawner=spawner,
-                               coverage_dir=coverage_dir)
+                               coverage_dir=coverage_dir,
+                               agent_ref=agent if isinstance(agent, str) else None)
     finally:
         spawner.close()
 
@@ -143,7 +155,9 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             click.echo(f"crashmatrix: {s.name}: schedules capped at depth {s.matrix.max_depth} by "
                        f"its [matrix] max_depth ({s.source})", err=True)
     out_dir = Path(out)
-    declared = list(_adapter(agent).declared_branches())
+    adapter = _adapter(agent)
+    _require(adapter, scenarios)
+    declared = list(adapter.declared_branches())
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / RUN_FILE).write_text(json.dumps({
         "agent": agent, "declared_branches": declared, "depth": depth, "fsync": fsync == "on",
@@ -200,9 +214,17 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
 @click.command("list")
 @with_common
 @click.option("--cases", is_flag=True, help="Record each scenario and list its single-crash case ids.")
+@click.option("--agents", is_flag=True, help="List the registered agents: name, origin, capabilities.")
 def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
-          spawn: str, cases: bool) -> None:
-    """List scenarios (and, with --cases, their case ids)."""
+          spawn: str, cases: bool, agents: bool) -> None:
+    """List scenarios (with --cases, their case ids; with --agents, the agents instead)."""
+    if agents:
+        rows = [(a.name, a.origin, a.value, ", ".join(a.capabilities)) for a in list_agents()]
+        if ":" in agent:  # an agent named by path is listed too, so it can be checked
+            path = _adapter(agent)
+            rows.append((path.name, "path", agent, ", ".join(sorted(c.value for c in path.capabilities))))
+        click.echo(tabulate(rows, headers=["agent", "origin", "from", "capabilities"]))
+        return
     scenarios = _scenarios(names, dirs)
     if not cases:
         for s in scenarios:
@@ -249,8 +271,9 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         return
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
     with _runner_config(agent, timeout, fsync == "on", keep, spawn, work=work) as cfg:
+        _require(cfg.adapter, [scenario])
         try:
-            check_faults(case, faults_for(cfg.adapter))
+            check_faults(case, cfg.adapter)
         except CaseIdError as exc:
             fail(f"case id {case_id!r}: {exc}")
         if case.schedule:
@@ -262,7 +285,7 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
                      f"{case.schedule[0].token()}" + (f"; nearest: {', '.join(close)}" if close else ""))
         runner = CaseRunner(cfg)
         obs = runner.run(case, scenario)
-        result = evaluate(obs, scenario, fsync=cfg.fsync, agent=cfg.adapter.name,
+        result = evaluate(obs, scenario, fsync=cfg.fsync, agent=cfg.agent,
                           scenario_dirs=list(dirs), duration_ms=0.0)
     for line in render_timeline(obs, result):
         click.echo(line)

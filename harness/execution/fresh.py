@@ -17,8 +17,8 @@ class FreshSpawner:
         env = {**launch.env, **probe_env(*probe_fds)}
         out = launch.output.open("ab") if launch.output else None
         try:
-            argv = [sys.executable, "-m", launch.module, *launch.args]
-            if launch.coverage is not None:
+            argv = [*launch.program, *launch.args]
+            if launch.coverage is not None and launch.entry is not None:
                 data, source = launch.coverage
                 argv = [sys.executable, "-m", "crashmatrix.harness.execution.covered", str(data), source,
                         launch.entry, *launch.args]

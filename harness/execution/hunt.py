@@ -94,7 +94,7 @@ def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = S
     under `work` (default: a temporary directory) and are deleted as they finish."""
     builtins = load_builtin()
     # The zygote starts before the fake provider's threads exist, so it forks clean children.
-    spawner = make_spawner(spawn, list(MutantAdapter.preload))
+    spawner = make_spawner(spawn, list(MutantAdapter.python.preload) if MutantAdapter.python else None)
     out: list[Hunt] = []
     try:
         with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-mutants-") as tmp:

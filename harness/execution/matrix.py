@@ -54,7 +54,7 @@ class Matrix:
         started = time.monotonic()
         obs = self.runner.run(case, scenario)
         return evaluate(obs, scenario, fsync=self.config.runner.fsync,
-                        agent=self.config.runner.adapter.name,
+                        agent=self.config.runner.agent,
                         scenario_dirs=self.config.scenario_dirs,
                         duration_ms=(time.monotonic() - started) * 1000)
 

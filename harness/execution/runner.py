@@ -18,13 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from crashmatrix.harness.adapters.interface import Adapter, LaunchSpec
+from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.faults.interface import FaultKind
 from crashmatrix.harness.faults.registry import fault_named
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Observation, Request
+from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.scenarios.model import Scenario
 
 # Permits granted at a time to an incarnation that is to run to its end.
@@ -54,6 +55,13 @@ class RunnerConfig:
     # With --line-coverage: recovery incarnations save coverage data of this package here.
     coverage_dir: Path | None = None
     coverage_source: str = "crashmatrix.agent"
+    # How the agent was named (`--agent`), recorded in results so repro and report can find the
+    # adapter again: a registered name, mutant:NAME or module:attr. None: the adapter's name.
+    agent_ref: str | None = None
+
+    @property
+    def agent(self) -> str:
+        return self.agent_ref or self.adapter.name
 
 
 def case_dir_name(case: Case) -> str:
@@ -81,7 +89,8 @@ def _request(index: int, raw: Any) -> Request:
     error = body.get("error") if isinstance(body, dict) else None
     return Request(index=index, messages=list(get("messages") or []),
                    status=int(get("status") or 0), fault=get("fault"),
-                   error_type=error.get("type") if isinstance(error, dict) else None)
+                   error_type=error.get("type") if isinstance(error, dict) else None,
+                   reply=get("reply"))
 
 
 class CaseAborted(Exception):
@@ -136,7 +145,7 @@ class CaseRunner:
                 # recover: the caller's `run` failed, and a caller retries it. Anything later
                 # must be recovered, never re-submitted.
                 # Once accepted, always: the store is only read until the task is in it.
-                accepted = accepted or (restart and bool(cfg.adapter.read_transcript(base).runs))
+                accepted = accepted or (restart and self._accepted(base, incarnations))
                 # Restart policies model a registration that changed between the run that
                 # recorded a call and its recovery, so they apply to incarnations that recover.
                 # A `run` re-issued before anything was accepted is still a first run: under a
@@ -174,7 +183,8 @@ class CaseRunner:
         if self.stop.is_set():
             shutil.rmtree(case_dir, ignore_errors=True)
             raise CaseAborted(case.case_id)
-        transcript = cfg.adapter.read_transcript(spec)
+        has_store = Capability.STORE in cfg.adapter.capabilities
+        transcript = cfg.adapter.read_transcript(spec) if has_store else Transcript()
         after = snapshot(workspace)
         if not cfg.keep:
             shutil.rmtree(case_dir, ignore_errors=True)
@@ -188,7 +198,18 @@ class CaseRunner:
             deliveries=deliveries,
             resume_budget=scenario.agent.resume_budget,
             harness_error=harness_error,
+            store_read=has_store,
         )
+
+    def _accepted(self, spec: LaunchSpec, incarnations: list[IncarnationRecord]) -> bool:
+        """Whether the task is in the agent's store, so the next incarnation must recover it.
+
+        From the store when the adapter reads it; otherwise from the probe trace: a commit that
+        completed (`commit.after`) reached the store, and an agent's first commit holds its task.
+        """
+        if Capability.STORE in self.config.adapter.capabilities:
+            return bool(self.config.adapter.read_transcript(spec).runs)
+        return any(e.kind == "commit.after" for inc in incarnations for e in inc.events)
 
     def _incarnation(self, args: list[str], spec: LaunchSpec, record: IncarnationRecord,
                      step: Any, scenario: Scenario, deliveries: list[Delivery],
@@ -196,7 +217,8 @@ class CaseRunner:
         env = self._env()
         started = time.monotonic()
         adapter = self.config.adapter
-        launch = Launch(module=adapter.module, entry=adapter.entry, args=args, cwd=case_dir, env=env,
+        launch = Launch(program=adapter.program, entry=adapter.python.entry if adapter.python else None,
+                        args=args, cwd=case_dir, env=env,
                         output=case_dir / f"inc{record.index}.log", coverage=cover)
         with Incarnation(launch, self.config.spawner) as inc:
             try:

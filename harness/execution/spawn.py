@@ -20,8 +20,10 @@ class SpawnMode(StrEnum):
 
 @dataclass(frozen=True)
 class Launch:
-    module: str  # run as `python -m MODULE ARGS...` in a fresh interpreter
-    entry: str  # `package.module:function`, called with ARGS in a forked child; returns the exit code
+    program: tuple[str, ...]  # a fresh process runs PROGRAM ARGS... (any executable)
+    # `package.module:function`, called with ARGS in a forked child (returns the exit code); None
+    # for an agent the zygote cannot fork (not Python, or no entry point offered).
+    entry: str | None
     args: list[str]
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)

@@ -7,7 +7,9 @@ from crashmatrix.harness.execution.spawn import Spawner, SpawnMode
 from crashmatrix.harness.execution.zygote import Zygote
 
 
-def make_spawner(mode: SpawnMode, preload: list[str]) -> Spawner:
-    if mode is SpawnMode.FRESH:
+def make_spawner(mode: SpawnMode, preload: list[str] | None) -> Spawner:
+    """Fresh interpreters, or a zygote that imported `preload`; always fresh processes when there
+    is nothing to preload (None: an agent the zygote cannot fork, e.g. not written in Python)."""
+    if mode is SpawnMode.FRESH or preload is None:
         return FreshSpawner()
     return Zygote(preload)

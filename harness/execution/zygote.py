@@ -93,12 +93,14 @@ class Zygote:
                     self._reply_ready.notify_all()
 
     def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
+        if launch.entry is None:
+            raise ZygoteError(f"{launch.program[0]}: no Python entry point to fork; use fresh spawning")
         out = os.open(launch.output or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             with self._lock:
                 self._next_id += 1
                 request_id = self._next_id
-                request = {"id": request_id, "module": launch.module, "entry": launch.entry,
+                request = {"id": request_id, "argv0": launch.program[-1], "entry": launch.entry,
                            "args": launch.args, "cwd": str(launch.cwd), "env": launch.env,
                            "coverage": [str(launch.coverage[0]), launch.coverage[1]]
                            if launch.coverage else None}

@@ -47,7 +47,7 @@ def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> N
         os.environ.update(request["env"])
         os.environ["CRASHMATRIX_PROBE"] = f"fd:{probe_r},{probe_w}"
         module_name, _, func = request["entry"].partition(":")
-        sys.argv = [request["module"], *request["args"]]
+        sys.argv = [request["argv0"], *request["args"]]
         if request.get("coverage"):
             from crashmatrix.harness.execution.covered import run  # noqa: PLC0415 - only with --line-coverage
 

@@ -146,6 +146,6 @@ def run_repro(repro: Repro, config: RunnerConfig) -> tuple[Observation, CaseResu
     """Replay the case once and judge it (the agent is the one `config` runs)."""
     started = time.monotonic()
     obs = CaseRunner(config).run(repro.case, repro.scenario)
-    result = evaluate(obs, repro.scenario, fsync=config.fsync, agent=config.adapter.name,
+    result = evaluate(obs, repro.scenario, fsync=config.fsync, agent=config.agent,
                       scenario_dirs=[], duration_ms=(time.monotonic() - started) * 1000)
     return obs, result

@@ -17,13 +17,19 @@ def faults_for(adapter: Adapter) -> list[FaultKind]:
     return [f for f in FAULTS.all() if f.requires <= adapter.capabilities]
 
 
-def check_faults(case: Case, known: Iterable[FaultKind]) -> None:
-    """Raise CaseIdError naming the first step whose fault is not among `known`."""
-    names = {f.name for f in known}
+def check_faults(case: Case, adapter: Adapter, known: Iterable[FaultKind] | None = None) -> None:
+    """Raise CaseIdError naming the first step whose fault is not registered (among `known`,
+    default: the registry), or needs a capability the adapter does not declare."""
+    by_name = {f.name: f for f in (FAULTS.all() if known is None else known)}
     for step in case.schedule:
-        if step.fault not in names:
+        fault = by_name.get(step.fault)
+        if fault is None:
             raise CaseIdError(f"bad crash step {step.token()!r}: unknown fault {step.fault!r} "
-                              f"(known: {', '.join(sorted(names))})")
+                              f"(known: {', '.join(sorted(by_name))})")
+        lacking = sorted(c.value for c in fault.requires - adapter.capabilities)
+        if lacking:
+            raise CaseIdError(f"crash step {step.token()!r}: fault {fault.name!r} needs "
+                              f"{', '.join(lacking)}, which agent {adapter.name!r} does not declare")
 
 
 def fault_named(name: str) -> FaultKind:

@@ -37,6 +37,7 @@ class Request:
     status: int
     fault: str | None = None
     error_type: str | None = None  # the error body's type, when the provider refused the request
+    reply: dict[str, Any] | None = None  # the assistant message the provider answered with
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ class Observation:
     deliveries: list[Delivery] = field(default_factory=list)
     resume_budget: int = 3
     harness_error: str | None = None
+    # False when the adapter reads no store (no STORE capability): `transcript` is empty, and
+    # the invariants that need it are not applicable rather than held.
+    store_read: bool = True
 
     def all_events(self) -> list[tuple[int, ProbeEvent]]:
         return [(inc.index, e) for inc in self.incarnations for e in inc.events]

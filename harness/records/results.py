@@ -46,6 +46,8 @@ class CaseResult:
     agent: str = DEFAULT_AGENT
     repro: str = ""
     note: str | None = None
+    # Invariants that could not be judged for this agent, with why: {"invariant", "reason"}.
+    not_applicable: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def invariants(self) -> list[str]:
@@ -136,5 +138,15 @@ def summary(results: list[CaseResult], out: str | None = None) -> dict[str, Any]
         "failed": sum(1 for r in results if not r.ok),
         "scenarios": scenarios,
         "failures": failures,
+        "not_applicable": not_applicable(results),
         "out": out,
     }
+
+
+def not_applicable(results: Iterable[CaseResult]) -> dict[str, str]:
+    """Invariant -> why it was not judged, over all results (the same for every case of an agent)."""
+    out: dict[str, str] = {}
+    for r in results:
+        for item in r.not_applicable:
+            out.setdefault(item["invariant"], item["reason"])
+    return dict(sorted(out.items()))

@@ -38,6 +38,17 @@ class Violation:
         return {"invariant": self.invariant.value, "message": self.message, "evidence": self.evidence}
 
 
+@dataclass(frozen=True)
+class NotApplicable:
+    """An invariant the verifier cannot judge for this agent, and why: never reported as held."""
+
+    invariant: InvariantId
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"invariant": self.invariant.value, "reason": self.reason}
+
+
 def event_ref(inc: int, event: ProbeEvent) -> str:
     """The short, stable name of a probe event in evidence: `inc2#7`."""
     return f"inc{inc}#{event.n}"

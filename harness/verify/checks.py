@@ -1,12 +1,13 @@
-"""The ordered table of invariant checks, and `verify`, which runs them all."""
+"""The ordered table of invariant checks, and `judge`, which runs every one that applies."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from crashmatrix.harness.records.observation import Observation
-from crashmatrix.harness.records.violation import InvariantId, Violation
+from crashmatrix.harness.records.violation import InvariantId, NotApplicable, Violation
 from crashmatrix.harness.verify.at_most_once import check_at_most_once
 from crashmatrix.harness.verify.continuation import check_continuation
 from crashmatrix.harness.verify.finished import check_finished_stays_finished
@@ -15,6 +16,7 @@ from crashmatrix.harness.verify.log_integrity import check_log_integrity
 from crashmatrix.harness.verify.no_silent_success import check_no_silent_success
 from crashmatrix.harness.verify.oracle import check_scenario_oracle
 from crashmatrix.harness.verify.pairing import check_pairing
+from crashmatrix.harness.verify.provider_view import provider_transcript
 from crashmatrix.harness.verify.queued_input import check_queued_input
 from crashmatrix.harness.verify.resume_budget import check_resume_budget
 from crashmatrix.harness.verify.retry_intent import check_retry_intent
@@ -44,8 +46,37 @@ CHECKS: Mapping[InvariantId, Check] = MappingProxyType({
 WITHOUT_STORE = frozenset({InvariantId.LOG_INTEGRITY, InvariantId.LIVENESS})
 
 
-def verify(obs: Observation, scenario: Scenario) -> list[Violation]:
-    """Every violation the observation shows, in CHECKS order, then in each check's own order."""
+# What each invariant reads from the agent's store: without a store reader (an adapter with no
+# `store` capability) it cannot be judged, and says so. The others are judged from what the
+# harness owns: the workspace and its witnesses, the provider's replies, the probe trace, exits.
+FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
+    InvariantId.LOG_INTEGRITY: "the store's commits",
+    InvariantId.PAIRING: "each stored call and its stored result",
+    InvariantId.NO_SILENT_SUCCESS: "the stored results",
+    InvariantId.SAFE_RERUN: "the recorded intents (tool_started) and their replay policies",
+    InvariantId.FINISHED_STAYS_FINISHED: "the runs' recorded outcomes",
+    InvariantId.CONTINUATION: "the committed history each request must carry",
+    InvariantId.RESUME_BUDGET: "the resume counts the runs record",
+    InvariantId.QUEUED_INPUT: "how the inputs were taken into the store",
+    InvariantId.RETRY_INTENT: "the retry_pending records",
+})
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    violations: list[Violation]
+    not_applicable: list[NotApplicable]
+
+
+def judge(obs: Observation, scenario: Scenario) -> Judgement:
+    """Every violation the observation shows, in CHECKS order, then in each check's own order;
+    and every invariant that could not be judged, with the reason."""
+    skipped: list[NotApplicable] = []
+    if not obs.store_read:
+        # The harness's own evidence stands in for the store: the calls the model asked for.
+        obs = dataclasses.replace(obs, transcript=provider_transcript(obs.requests))
+        skipped = [NotApplicable(i, f"it reads {what}, and the agent's adapter reads no store "
+                                    "(no 'store' capability)") for i, what in FROM_STORE.items()]
     t = obs.transcript
     unreadable = t.integrity_error is not None and t.commits == 0 and not t.runs and not t.messages
     out: list[Violation] = []
@@ -53,5 +84,12 @@ def verify(obs: Observation, scenario: Scenario) -> list[Violation]:
         for invariant, check in CHECKS.items():
             if unreadable and invariant not in WITHOUT_STORE:
                 continue
+            if any(s.invariant is invariant for s in skipped):
+                continue
             out += check(obs, scenario)
-    return out
+    return Judgement(out, skipped)
+
+
+def verify(obs: Observation, scenario: Scenario) -> list[Violation]:
+    """Every violation the observation shows (see `judge`)."""
+    return judge(obs, scenario).violations

@@ -12,6 +12,23 @@ ID = InvariantId.SCENARIO_ORACLE
 
 def check_scenario_oracle(obs: Observation, scenario: Scenario) -> list[Violation]:
     expect = scenario.expect
+    # The outcome and the final answer are the store's to say; without a store reader only the
+    # files are judged (the outcome part is reported with the store-bound invariants' reason).
+    out = _outcome_and_answer(obs, scenario) if obs.store_read else []
+    for path, want in sorted(expect.files.items()):
+        got = obs.workspace_after.get(path)
+        if got != want:
+            what = ("is missing" if got is None
+                    else f"differs from the expected content{_first_diff(got, want)}")
+            out.append(Violation(ID, f"{path} {what}", {"path": path, "expected": want, "actual": got}))
+    trace = Trace.of(obs)
+    for rule in expect.lines:
+        out += _line_rule(obs, trace, rule)
+    return out
+
+
+def _outcome_and_answer(obs: Observation, scenario: Scenario) -> list[Violation]:
+    expect = scenario.expect
     t = obs.transcript
     out: list[Violation] = []
     wanted = [o.value for o in expect.outcome]
@@ -36,15 +53,6 @@ def check_scenario_oracle(obs: Observation, scenario: Scenario) -> list[Violatio
                      if final is not None else "there is no final answer, so it")
             out.append(Violation(ID, f"{where} does not contain {needle!r}", {
                 "expected": needle, "answer": answer, "message": final.msg_id if final else None}))
-    for path, want in sorted(expect.files.items()):
-        got = obs.workspace_after.get(path)
-        if got != want:
-            what = ("is missing" if got is None
-                    else f"differs from the expected content{_first_diff(got, want)}")
-            out.append(Violation(ID, f"{path} {what}", {"path": path, "expected": want, "actual": got}))
-    trace = Trace.of(obs)
-    for rule in expect.lines:
-        out += _line_rule(obs, trace, rule)
     return out
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import psutil
 import pytest
 
-from crashmatrix.harness.adapters.durable import DurableAgentAdapter
+from crashmatrix.harness.adapters.durable import ENTRY, DurableAgentAdapter
+from crashmatrix.harness.adapters.interface import PythonEntry
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
@@ -66,7 +67,7 @@ def config(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     spawners = []
 
     def make(adapter: Any, work: Path) -> RunnerConfig:
-        spawner = make_spawner(SpawnMode.FORK, list(adapter.preload))
+        spawner = make_spawner(SpawnMode.FORK, list(adapter.python.preload) if adapter.python else None)
         spawners.append(spawner)
         return RunnerConfig(adapter=adapter, provider=provider, work_root=work, spawner=spawner)
 
@@ -145,9 +146,8 @@ def rerun_never_main(argv: list[str]) -> int:
 
 class RerunNeverAdapter(DurableAgentAdapter):
     name = "test:rerun-never"
-    entry = f"{__name__}:rerun_never_main"
     # The zygote imports this module once; importing it in every forked agent costs a second.
-    preload = (*DurableAgentAdapter.preload, __name__)
+    python = PythonEntry(ENTRY.module, f"{__name__}:rerun_never_main", (*ENTRY.preload, __name__))
 
 
 def test_the_search_api_shrinks_a_failure_and_its_repro_file_replays(

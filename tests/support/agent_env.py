@@ -101,7 +101,7 @@ def cli_args(paths: Paths, url: str | None, *extra: str) -> list[str]:
 def launch(paths: Paths, url: str | None, *extra: str) -> Launch:
     """The same command as cli_args, for an Incarnation (fresh interpreter by default)."""
     args = cli_args(paths, url, *extra)[len(AGENT):]
-    return Launch(module="crashmatrix.agent", entry="crashmatrix.agent.cli:main", args=args,
+    return Launch(program=tuple(AGENT), entry="crashmatrix.agent.cli:main", args=args,
                   cwd=Path.cwd(), env=dict(os.environ))
 
 

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from crashmatrix.harness.adapters.durable import DurableAgentAdapter
+from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.enumeration import extensions, in_shard, parse_shard, single_crash_cases
 from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.faults.registry import check_faults
@@ -49,9 +51,18 @@ def test_malformed_case_ids_are_refused(bad: str) -> None:
 
 def test_an_unregistered_fault_is_refused_by_name() -> None:
     case = Case.parse("changelog/07:effect.after:x/kill+02:commit.written:y/zap")
+    durable = DurableAgentAdapter()
     with pytest.raises(CaseIdError, match=r"unknown fault 'zap' \(known: kill, torn\)"):
-        check_faults(case, FAULTS)
-    check_faults(Case.parse("changelog/07:commit.written:x/torn"), FAULTS)
+        check_faults(case, durable, FAULTS)
+    torn = Case.parse("changelog/07:commit.written:x/torn")
+    check_faults(torn, durable, FAULTS)
+
+    class KillOnly(DurableAgentAdapter):
+        name = "kill-only"
+        capabilities = frozenset({Capability.KILL})
+
+    with pytest.raises(CaseIdError, match="fault 'torn' needs tear, which agent 'kill-only' does not"):
+        check_faults(torn, KillOnly(), FAULTS)
 
 
 def test_extensions_crash_at_every_event_of_the_finishing_incarnation() -> None:

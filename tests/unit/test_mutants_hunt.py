@@ -92,8 +92,11 @@ def test_the_adapter_is_the_durable_agents_started_through_the_launcher(tmp_path
     adapter, plain = MutantAdapter(MutantName.VOLATILE_STOP), DurableAgentAdapter()
     assert adapter.name == "mutant:volatile-stop"
     launch = "crashmatrix.harness.mutants.launch"
-    assert (adapter.module, adapter.entry) == (launch, f"{launch}:main")
-    assert adapter.preload == (*plain.preload, "crashmatrix.harness.mutants.launch")
+    assert adapter.python is not None
+    assert plain.python is not None
+    assert (adapter.python.module, adapter.python.entry) == (launch, f"{launch}:main")
+    assert adapter.python.preload == (*plain.python.preload, launch)
+    assert adapter.program[1:] == ("-m", launch)
     assert adapter.start_args(spec, "t") == ["volatile-stop", *plain.start_args(spec, "t")]
     assert adapter.recover_args(spec) == ["volatile-stop", *plain.recover_args(spec)]
     assert adapter.declared_branches() == plain.declared_branches()

@@ -1,0 +1,36 @@
+"""The conversation as the provider saw it: the calls the model asked for, from its own replies.
+
+For an agent whose store the harness cannot read, this is the evidence it owns: every reply the
+fake provider sent, in order. A call the model asked for twice (after a crash lost the first
+reply, say) is two calls here, so two effects are allowed. Pure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from crashmatrix.harness.records.observation import Request
+from crashmatrix.harness.records.transcript import Call, Message, Transcript
+
+
+def provider_transcript(requests: Sequence[Request]) -> Transcript:
+    """A transcript holding one assistant message per reply, numbered by request (from 1)."""
+    t = Transcript()
+    for r in requests:
+        reply = r.reply
+        if not reply:
+            continue
+        calls = []
+        for c in reply.get("tool_calls") or []:
+            raw = str(c["function"]["arguments"])
+            try:
+                args = json.loads(raw)
+            except ValueError:
+                args = None
+            calls.append(Call(str(c["id"]), str(c["function"]["name"]), args, raw))
+        content = reply.get("content")
+        t.messages.append(Message(seq=r.index + 1, msg_id=f"reply{r.index + 1}", run_id="",
+                                  role="assistant", content=None if content is None else str(content),
+                                  calls=tuple(calls)))
+    return t
