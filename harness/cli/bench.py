@@ -22,6 +22,7 @@ import click
 from tabulate import tabulate
 
 from crashmatrix.harness.adapters.durable import ENTRY as DURABLE_ENTRY
+from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
 from crashmatrix.harness.cli.run import _runner_config, _scenarios
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.records.results import CaseResult
@@ -88,7 +89,7 @@ def cached_bytecode(package: str) -> Iterator[bool]:
 
 
 def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: float,
-            dirs: tuple[str, ...] = ()) -> ModeFigures:
+            dirs: tuple[str, ...] = (), agent: str = DEFAULT_AGENT) -> ModeFigures:
     scenarios = _scenarios(names, dirs)
     figures = ModeFigures(0, 0.0, 0, 0, [])
 
@@ -97,7 +98,7 @@ def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: 
         figures.incarnations += len(result.crashed_at)
         figures.failed += 0 if result.ok else 1
 
-    with _runner_config("durable-agent", timeout, False, False, mode) as cfg:
+    with _runner_config(agent, timeout, False, False, mode) as cfg:
         for _ in range(repeat):
             matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=cfg, depth=1, jobs=jobs))
             started = time.perf_counter()
@@ -116,14 +117,16 @@ def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: 
               help="Run the fork-mode matrix this many times (a long run shows memory stays flat).")
 @click.option("--skip-fresh", is_flag=True, help="Measure only the zygote (for long memory runs).")
 @click.option("--timeout", default=60.0, show_default=True, metavar="S")
+@click.option("--agent", default=DEFAULT_AGENT, show_default=True,
+              help="Agent under test (as for run); one without a Python entry is never forked.")
 @click.option("--json", "as_json", is_flag=True)
 def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int, skip_fresh: bool,
-          timeout: float, as_json: bool) -> None:
+          timeout: float, agent: str, as_json: bool) -> None:
     """Measure fresh-interpreter and zygote spawning on the same matrix, side by side."""
     floor_fork = fork_floor_ms()
     with cached_bytecode(DURABLE_ENTRY.module) as bytecode_cached:
-        fresh = None if skip_fresh else measure("fresh", names, jobs, 1, timeout, dirs)
-        fork = measure("fork", names, jobs, repeat, timeout, dirs)
+        fresh = None if skip_fresh else measure("fresh", names, jobs, 1, timeout, dirs, agent)
+        fork = measure("fork", names, jobs, repeat, timeout, dirs, agent)
     per_case_incarnations = fork.incarnations / fork.cases if fork.cases else 0.0
     floor_ms = floor_fork * per_case_incarnations
     data = {
