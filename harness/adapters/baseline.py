@@ -1,13 +1,77 @@
-"""The messages-only baseline as an agent of its own: `crashmatrix run --agent messages-only`.
+"""The messages-only baseline's adapter: `crashmatrix run --agent messages-only`.
 
-It persists the chat history and nothing else (no intent, no recovery rules), the way many agent
-loops do; a matrix against it shows what durability adds. It is our agent with the catalogue's
-`messages-only` patch, started through the mutant launcher.
+The agent (`crashmatrix.agent.messages_only`) saves its chat history and nothing else; a matrix
+against it shows what durability adds. Its store is read into the canonical transcript as one
+run, completed once a final answer is saved, so every invariant is judged.
 """
 
 from __future__ import annotations
 
-from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.mutants.catalogue import MutantName
+import json
 
-ADAPTER = MutantAdapter(MutantName.MESSAGES_ONLY, name="messages-only")
+from crashmatrix.agent.messages_only import LOG
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
+from crashmatrix.harness.records.transcript import Call, Message, Run, Transcript
+
+MODULE = "crashmatrix.agent.messages_only"
+RUN_ID = "run-1"  # the baseline has no runs of its own: its whole history is one
+
+
+class MessagesOnlyAdapter:
+    name = "messages-only"
+    program = python_program(MODULE)
+    python: PythonEntry | None = PythonEntry(MODULE, f"{MODULE}:main", (MODULE,))
+    capabilities = frozenset({Capability.KILL, Capability.STORE})
+
+    def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
+        return ["run", *self._where(spec), task]
+
+    def recover_args(self, spec: LaunchSpec) -> list[str]:
+        return ["recover", *self._where(spec)]
+
+    def _where(self, spec: LaunchSpec) -> list[str]:
+        return [str(spec.session), str(spec.workspace), spec.provider_url, ",".join(spec.tools)]
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+    def declared_branches(self) -> tuple[str, ...]:
+        return ()
+
+    def read_transcript(self, spec: LaunchSpec) -> Transcript:
+        path = spec.session / LOG
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        t = Transcript()
+        for seq, line in enumerate(lines, 1):
+            try:
+                m = json.loads(line)
+            except ValueError:
+                t.integrity_error = f"{LOG} line {seq}: not JSON"
+                return t
+            t.messages.append(_message(seq, m))
+        t.commits = len(t.messages)
+        if t.messages:
+            last = t.messages[-1]
+            done = last.role == "assistant" and not last.calls
+            t.runs = [Run(RUN_ID, 1, "prompt", outcome="completed" if done else None,
+                          finished_seq=last.seq if done else None)]
+        return t
+
+
+def _message(seq: int, m: dict[str, object]) -> Message:
+    calls = []
+    for c in m.get("tool_calls") or []:  # type: ignore[attr-defined]
+        raw = str(c["function"]["arguments"])
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            args = None
+        calls.append(Call(str(c["id"]), str(c["function"]["name"]), args, raw))
+    content = m.get("content")
+    return Message(seq=seq, msg_id=f"m{seq}", run_id=RUN_ID, role=str(m["role"]),
+                   content=None if content is None else str(content), calls=tuple(calls),
+                   call_id=str(m["tool_call_id"]) if m.get("tool_call_id") else None,
+                   is_error=str(content or "").startswith("ERROR: "))
+
+
+ADAPTER = MessagesOnlyAdapter()

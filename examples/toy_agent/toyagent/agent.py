@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from crashmatrix.agent.tools import BUILTINS  # the tools are not the point here
+from crashmatrix.agent.tools import BUILTINS, invoke  # the tools are not the point here
 from crashmatrix.probe import probe
 
 UNKNOWN = "ERROR: the outcome is unknown (the agent crashed while it ran); check before retrying"
@@ -43,11 +43,11 @@ def call(log: Path, workspace: Path, c: dict[str, Any]) -> None:
     """Record the intent, run the tool, record the result (in that order, always)."""
     name = c["function"]["name"]
     commit(log, {"type": "started", "call_id": c["id"]})
-    probe("effect.before", name)
-    result = BUILTINS[name].fn(workspace, json.loads(c["function"]["arguments"]))
-    probe("effect.after", name)
-    text = ("ERROR: " if result.is_error else "") + result.content
-    commit(log, {"type": "message", "message": {"role": "tool", "tool_call_id": c["id"], "content": text}})
+    probe("effect.before", name, call_id=c["id"])  # which call: the verifier pairs them
+    result = invoke(BUILTINS[name], workspace, json.loads(c["function"]["arguments"]))
+    probe("effect.after", name, call_id=c["id"])
+    commit(log, {"type": "message", "message": {
+        "role": "tool", "tool_call_id": c["id"], "content": result.content}})
 
 
 def main(argv: list[str]) -> int:
