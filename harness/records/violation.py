@@ -44,9 +44,13 @@ class NotApplicable:
 
     invariant: InvariantId
     reason: str
+    partly: bool = False  # part of the invariant was judged from other evidence; `reason` says which not
 
     def to_json(self) -> dict[str, Any]:
-        return {"invariant": self.invariant.value, "reason": self.reason}
+        out: dict[str, Any] = {"invariant": self.invariant.value, "reason": self.reason}
+        if self.partly:
+            out["partly"] = True
+        return out
 
 
 def event_ref(inc: int, event: ProbeEvent) -> str:

@@ -51,14 +51,20 @@ WITHOUT_STORE = frozenset({InvariantId.LOG_INTEGRITY, InvariantId.LIVENESS})
 # harness owns: the workspace and its witnesses, the provider's replies, the probe trace, exits.
 FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
     InvariantId.LOG_INTEGRITY: "the store's commits",
-    InvariantId.PAIRING: "each stored call and its stored result",
     InvariantId.NO_SILENT_SUCCESS: "the stored results",
     InvariantId.SAFE_RERUN: "the recorded intents (tool_started) and their replay policies",
     InvariantId.FINISHED_STAYS_FINISHED: "the runs' recorded outcomes",
-    InvariantId.CONTINUATION: "the committed history each request must carry",
     InvariantId.RESUME_BUDGET: "the resume counts the runs record",
     InvariantId.QUEUED_INPUT: "how the inputs were taken into the store",
     InvariantId.RETRY_INTENT: "the retry_pending records",
+})
+# Judged in part from the provider's requests alone; the part that needs the store is named.
+PARTLY_FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
+    InvariantId.PAIRING: "stored calls and results (judged: the API's own refusals of the "
+                         "history sent)",
+    InvariantId.CONTINUATION: "requests against the committed history (judged: the task once in "
+                              "every request, no invented user message)",
+    InvariantId.SCENARIO_ORACLE: "the run's outcome and final answer (judged: files and lines)",
 })
 
 
@@ -72,11 +78,14 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
     """Every violation the observation shows, in CHECKS order, then in each check's own order;
     and every invariant that could not be judged, with the reason."""
     skipped: list[NotApplicable] = []
+    partly: list[NotApplicable] = []
     if not obs.store_read:
         # The harness's own evidence stands in for the store: the calls the model asked for.
         obs = dataclasses.replace(obs, transcript=provider_transcript(obs.requests))
-        skipped = [NotApplicable(i, f"it reads {what}, and the agent's adapter reads no store "
-                                    "(no 'store' capability)") for i, what in FROM_STORE.items()]
+        why = "and the agent's adapter reads no store (no 'store' capability)"
+        skipped = [NotApplicable(i, f"it reads {what}, {why}") for i, what in FROM_STORE.items()]
+        partly = [NotApplicable(i, f"not judged: {what}, {why}", partly=True)
+                  for i, what in PARTLY_FROM_STORE.items()]
     t = obs.transcript
     unreadable = t.integrity_error is not None and t.commits == 0 and not t.runs and not t.messages
     out: list[Violation] = []
@@ -87,7 +96,8 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
             if any(s.invariant is invariant for s in skipped):
                 continue
             out += check(obs, scenario)
-    return Judgement(out, skipped)
+    order = list(CHECKS)
+    return Judgement(out, sorted(skipped + partly, key=lambda n: order.index(n.invariant)))
 
 
 def verify(obs: Observation, scenario: Scenario) -> list[Violation]:

@@ -22,7 +22,9 @@ def check_continuation(obs: Observation, scenario: Scenario) -> list[Violation]:
     foreign: dict[str, list[tuple[int, int]]] = {}
     for r in obs.requests:
         body = _body(r.messages)
-        pos = _first_difference(body, wire)
+        # Without the store there is no committed history to compare with; what a request carries
+        # on its own (the task once, no invented user message) is still judged.
+        pos = _first_difference(body, wire) if obs.store_read else None
         if pos is not None:
             diverged.append((r.index, pos, _at(body, pos), _at(wire, pos)))
         users = [(k, m) for k, m in enumerate(body) if isinstance(m, dict) and m.get("role") == Role.USER]

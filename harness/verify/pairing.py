@@ -12,6 +12,20 @@ ID = InvariantId.PAIRING
 
 
 def check_pairing(obs: Observation, scenario: Scenario) -> list[Violation]:
+    out = _stored_pairs(obs) if obs.store_read else []
+    for r in obs.requests:
+        # Only the API's own refusal is about pairing; the fake's script-gap 400 means the
+        # history left the script, which the scenario oracle judges by the run's outcome.
+        if r.status == 400 and r.error_type in (None, "invalid_request_error"):
+            out.append(Violation(
+                ID, f"provider request #{r.index} was refused with HTTP 400: the history sent broke "
+                "the API's pairing rule (a call without its result, or an orphan result)",
+                {"request": r.index, "status": r.status, "messages": len(r.messages)}))
+    return out
+
+
+def _stored_pairs(obs: Observation) -> list[Violation]:
+    """Every stored call has exactly one stored result right after it, and no result is orphan."""
     table = call_table(obs.transcript)
     trace = Trace.of(obs)
     # The assistant message of the last window: tool messages only follow it.
@@ -37,12 +51,4 @@ def check_pairing(obs: Observation, scenario: Scenario) -> list[Violation]:
             ID, f"tool result {m.msg_id} for call {m.call_id} at commit {m.seq} answers no call of "
             "the assistant message right before it (orphan result)",
             {"message": m.msg_id, "call_id": m.call_id, "seq": m.seq}))
-    for r in obs.requests:
-        # Only the API's own refusal is about pairing; the fake's script-gap 400 means the
-        # history left the script, which the scenario oracle judges by the run's outcome.
-        if r.status == 400 and r.error_type in (None, "invalid_request_error"):
-            out.append(Violation(
-                ID, f"provider request #{r.index} was refused with HTTP 400: the history sent broke "
-                "the API's pairing rule (a call without its result, or an orphan result)",
-                {"request": r.index, "status": r.status, "messages": len(r.messages)}))
     return out

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "examples" / "toy_agent"
 CLI = [sys.executable, "-m", "crashmatrix"]
 STORE_BOUND = {"log-integrity", "pairing", "no-silent-success", "safe-rerun", "finished-stays-finished",
+               "scenario-oracle",
                "continuation", "resume-budget", "queued-input", "retry-intent"}
 
 

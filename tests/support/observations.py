@@ -165,10 +165,11 @@ class ObservationBuilder:
         return messages + [to_wire(m) for m in fold(e for c in self.commits for e in c).messages]
 
     def request(self, status: int = 200, fault: str | None = None, tool_calls: int = 0,
-                messages: list[dict[str, Any]] | None = None) -> None:
+                messages: list[dict[str, Any]] | None = None,
+                reply: dict[str, Any] | None = None) -> None:
         sent = self.wire() if messages is None else messages
         self.event(K.PROVIDER_BEFORE, "chat", messages=len(sent))
-        self.requests.append(Request(len(self.requests), sent, status, fault))
+        self.requests.append(Request(len(self.requests), sent, status, fault, reply=reply))
         if status == 200:
             self.event(K.PROVIDER_AFTER, "reply", tool_calls=tool_calls)
         else:
@@ -181,7 +182,8 @@ class ObservationBuilder:
 
     def reply(self, run_id: str, *calls: Call, text: str | None = None) -> str:
         """`ask` after its inbox poll (a test may deliver something at the poll in between)."""
-        self.request(tool_calls=len(calls))
+        self.request(tool_calls=len(calls), reply={"role": "assistant", "content": text,
+                                                   "tool_calls": list(calls) or None})
         msg_id = self.msg_id()
         assistant = R.message(msg_id, run_id, Role.ASSISTANT, text, tool_calls=list(calls) or None)
         if calls:

@@ -11,11 +11,15 @@ import pytest
 from crashmatrix.harness.records.events import ProbeEvent
 from crashmatrix.harness.records.observation import Delivery, Observation
 from crashmatrix.harness.records.transcript import Transcript
-from crashmatrix.harness.verify import CHECKS, InvariantId, Violation, verify
+from crashmatrix.harness.verify import CHECKS, InvariantId, Violation, judge, verify
+from crashmatrix.harness.verify.checks import FROM_STORE
+from crashmatrix.scenarios.model import BoundaryKind as K
 from crashmatrix.scenarios.model import Expect, Outcome, Scenario
 from tests.support.observations import (
+    APPEND,
     WITNESS,
     changelog_baseline,
+    changelog_builder,
     changelog_scenario,
     lying_success_builder,
     rerun_builder,
@@ -207,3 +211,46 @@ def test_verify_builds_one_trace_per_observation_and_checks_share_it(
     other = changelog_baseline()
     assert trace_module.Trace.of(other).obs is other
     assert trace_module.Trace.of(obs) is not trace_module.Trace.of(obs)
+
+
+# -- without a store reader: judged from what the harness owns, the rest not applicable ---------
+def _without_store(obs: Observation) -> Observation:
+    return dataclasses.replace(obs, store_read=False)
+
+
+def test_without_a_store_the_store_bound_invariants_are_not_applicable_and_the_rest_hold() -> None:
+    judgement = judge(_without_store(changelog_baseline()), changelog_scenario())
+    assert judgement.violations == []
+    whole = {n.invariant for n in judgement.not_applicable if not n.partly}
+    partly = {n.invariant for n in judgement.not_applicable if n.partly}
+    assert whole == set(FROM_STORE)
+    assert partly == {InvariantId.PAIRING, InvariantId.CONTINUATION, InvariantId.SCENARIO_ORACLE}
+    judged = set(InvariantId) - whole
+    assert judged == {InvariantId.AT_MOST_ONCE, InvariantId.LIVENESS, *partly}
+    assert all("no 'store' capability" in n.reason for n in judgement.not_applicable)
+    # With a store, nothing is left unjudged.
+    assert judge(changelog_baseline(), changelog_scenario()).not_applicable == []
+
+
+def test_without_a_store_a_double_append_is_still_at_most_once() -> None:
+    obs = _without_store(rerun_builder(APPEND, kill_at=K.EFFECT_AFTER).build())
+    violated = judge(obs, changelog_scenario()).violations
+    # The workspace shows it (and the oracle's file rule); the store-bound safe-rerun cannot.
+    assert ids(violated) == {InvariantId.AT_MOST_ONCE, InvariantId.SCENARIO_ORACLE}
+    double = next(v for v in violated if v.invariant is InvariantId.AT_MOST_ONCE)
+    assert (double.evidence["added"], double.evidence["allowed"]) == (2, 1)
+
+
+def test_without_a_store_a_resent_task_is_still_continuation() -> None:
+    b = changelog_builder()
+    b.request(messages=[{"role": "user", "content": changelog_scenario().task}] * 2)
+    violated = judge(_without_store(b.build()), changelog_scenario()).violations
+    assert InvariantId.CONTINUATION in ids(violated)
+    assert any("carries the task 2 times" in v.message for v in violated)
+
+
+def test_without_a_store_an_api_pairing_refusal_is_still_pairing() -> None:
+    b = changelog_builder()
+    b.request(status=400)
+    violated = judge(_without_store(b.build()), changelog_scenario()).violations
+    assert InvariantId.PAIRING in ids(violated)
