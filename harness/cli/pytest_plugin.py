@@ -145,6 +145,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         scenarios = resolve(names, dirs) if names else list(load_all(dirs).values())
     except ScenarioError as exc:
         raise pytest.UsageError(f"crashmatrix: {exc}") from None
+    from crashmatrix.harness.adapters.requirements import unmet  # noqa: PLC0415
+
+    problems = unmet(_host(config).runner_config.adapter, scenarios)
+    if problems:
+        raise pytest.UsageError("crashmatrix: " + "; ".join(problems))
     collector = MatrixCollector.from_parent(session, name="crashmatrix", nodeid="crashmatrix",
                                             scenarios=scenarios)
     items.extend(collector.collect())

@@ -71,7 +71,7 @@ def _scenarios(names: tuple[str, ...], dirs: tuple[str, ...]) -> list[Scenario]:
 def _require(adapter: Adapter, scenarios: list[Scenario]) -> None:
     problems = unmet(adapter, scenarios)
     if problems:
-        fail("; ".join(problems))
+        fail("; ".join(problems) + " (choose the scenarios it can run with --scenario)")
 
 
 def _adapter(name: str) -> Adapter:
