@@ -31,10 +31,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="scenario to collect (repeatable; default: all)")
     group.addoption("--crashmatrix-scenarios", action="append", default=[], metavar="DIR",
                     help="also load scenarios from DIR (repeatable)")
-    group.addoption("--crashmatrix-agent", default=DEFAULT_AGENT, metavar="NAME",
-                    help="agent under test: a registered adapter name or mutant:NAME")
+    group.addoption("--crashmatrix-agent", default=None, metavar="NAME",
+                    help="agent under test: a registered adapter name, package.module:attr or "
+                         f"mutant:NAME (default: the crashmatrix_agent ini value, else {DEFAULT_AGENT})")
+    parser.addini("crashmatrix_agent", "agent under test for --crashmatrix (as --crashmatrix-agent)",
+                  default=DEFAULT_AGENT)
     group.addoption("--crashmatrix-timeout", type=float, default=60.0, metavar="S",
                     help="per-case deadline")
+
+
+def _agent_name(config: pytest.Config) -> str:
+    """--crashmatrix-agent, else the `crashmatrix_agent` ini value (a project pins its agent)."""
+    return str(config.getoption("crashmatrix_agent") or config.getini("crashmatrix_agent"))
 
 
 class CaseFailed(Exception):
@@ -51,7 +59,7 @@ class _Host:
         from crashmatrix.harness.execution.scratch import scratch_dir  # noqa: PLC0415
 
         try:
-            adapter = resolve_agent(config.getoption("crashmatrix_agent"))
+            adapter = resolve_agent(_agent_name(config))
         except AgentChoiceError as exc:
             raise pytest.UsageError(f"--crashmatrix-agent: {exc}") from None
         self.provider = FakeProvider()
@@ -60,7 +68,7 @@ class _Host:
         self.runner_config = RunnerConfig(
             adapter=adapter, provider=self.provider,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
-            agent_ref=config.getoption("crashmatrix_agent"))
+            agent_ref=_agent_name(config))
         self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
 
     def close(self) -> None:

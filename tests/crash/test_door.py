@@ -131,3 +131,20 @@ def test_the_baseline_double_append_is_found_with_and_without_its_store(tmp_path
     assert all("at-most-once" in f["invariants"] for f in window)
     assert all(f["repro"].endswith(f"--agent {agent}") for f in window)
     assert bool(summary["not_applicable"]) is not store
+
+
+def test_no_agent_is_our_agent_through_the_door_by_every_route(tmp_path: Path) -> None:
+    # The default, the registered name and the import path reach the same adapter the same way:
+    # the same case ids, events and verdicts.
+    scenarios = str(ROOT / "tests" / "support" / "scenarios")
+    seen = []
+    for i, agent in enumerate([None, "durable-agent", "crashmatrix.harness.adapters.durable:ADAPTER"]):
+        out = tmp_path / f"out{i}"
+        extra = [] if agent is None else ["--agent", agent]
+        proc = crashmatrix("run", "--scenarios", scenarios, "--scenario", "tiny", "--out", str(out),
+                           "--json", *extra, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        rows = _results(out)
+        seen.append(sorted((case, r["verdict"], r["trace"], r["not_applicable"]) for case, r in rows.items()))
+    assert seen[0] == seen[1] == seen[2]
+    assert len(seen[0]) > 20

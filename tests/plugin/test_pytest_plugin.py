@@ -89,3 +89,14 @@ def test_the_agent_option_names_an_adapter_or_a_mutant(pytester: pytest.Pytester
     outcomes = mutant.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("failed", 0) >= 2
     assert "errors" not in outcomes
+
+
+def test_a_project_pins_its_agent_in_its_ini_file(pytester: pytest.Pytester) -> None:
+    d = _scenario_dir(pytester, "alpha")
+    pytester.makeini("[pytest]\ncrashmatrix_agent = bogus-from-ini\n")
+    result = pytester.runpytest_subprocess(*_args(d))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown agent 'bogus-from-ini'*"])
+    # The command line wins over the ini file.
+    again = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-agent", "durable-agent", "-k", "none")
+    again.assert_outcomes(passed=1)
