@@ -231,7 +231,7 @@ def render(results: Sequence[CaseResult], declared: Sequence[str]) -> str:
         out += _grid_section(name, grid, anchors)
     na = not_applicable(results)
     if na:
-        out += ['<h2 id="not-applicable">Not applicable to this agent</h2>',
+        out += ['<h2 id="not-applicable">Not judged for this agent</h2>',
                 "<p>Not judged, so not held: the evidence these invariants read is not available "
                 "for this agent.</p>", "<ul>",
                 *(f"<li><code>{_e(inv)}</code>: {_e(why)}</li>" for inv, why in na.items()), "</ul>"]

@@ -112,7 +112,7 @@ def render(results: Sequence[CaseResult], declared: Sequence[str]) -> str:
     na = not_applicable(results)
     tail = ["", *_coverage_table(results, declared), ""]
     if na:
-        tail += ["**Not applicable** to this agent (not judged, not held):", "",
+        tail += ["**Not judged** for this agent (never counted as held):", "",
                  *(f"- `{inv}`: {why}" for inv, why in na.items()), ""]
     fixed = sum(len(line.encode()) + 1 for line in head + tail)
     bad = [r for r in results if not r.ok]

@@ -43,7 +43,7 @@ def unjudged(results: list[CaseResult]) -> str:
     items = not_applicable(results)
     if not items:
         return ""
-    return "\n".join(["not applicable to this agent (not judged, not held):",
+    return "\n".join(["not judged for this agent (never counted as held):",
                       *(f"  {inv}: {why}" for inv, why in items.items())])
 
 

@@ -80,5 +80,9 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
             if v.get("evidence"):
                 lines.append(f"      evidence: {json.dumps(v['evidence'], ensure_ascii=False)}")
     else:
-        lines.append("-- every invariant held")
+        lines.append("-- every invariant held" if not result.not_applicable
+                     else "-- every judged invariant held")
+    if result.not_applicable:
+        lines.append("-- not judged for this agent (never counted as held)")
+        lines.extend(f"   {n['invariant']}: {n['reason']}" for n in result.not_applicable)
     return lines

@@ -8,6 +8,10 @@ from crashmatrix.harness.adapters.interface import Adapter, Capability
 from crashmatrix.scenarios.model import Scenario
 
 
+class Unsupported(ValueError):
+    """A case asks an adapter for a capability it does not declare (a usage error)."""
+
+
 def unmet(adapter: Adapter, scenarios: Iterable[Scenario]) -> list[str]:
     """One sentence per scenario that needs a capability the adapter does not declare."""
     out = []

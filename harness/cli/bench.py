@@ -23,7 +23,7 @@ from tabulate import tabulate
 
 from crashmatrix.harness.adapters.durable import ENTRY as DURABLE_ENTRY
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
-from crashmatrix.harness.cli.run import _runner_config, _scenarios
+from crashmatrix.harness.cli.run import _adapter, _require, _runner_config, _scenarios
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.records.results import CaseResult
 
@@ -91,6 +91,7 @@ def cached_bytecode(package: str) -> Iterator[bool]:
 def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: float,
             dirs: tuple[str, ...] = (), agent: str = DEFAULT_AGENT) -> ModeFigures:
     scenarios = _scenarios(names, dirs)
+    _require(_adapter(agent), scenarios)
     figures = ModeFigures(0, 0.0, 0, 0, [])
 
     def on_result(result: CaseResult, known: int) -> None:

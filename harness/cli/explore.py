@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -12,6 +13,7 @@ from pathlib import Path
 import click
 
 from crashmatrix.fakes import FakeProvider
+from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
@@ -65,13 +67,17 @@ def repro_path(out: Path, finding: Finding) -> Path:
 
 def _run(config: SearchConfig, agent: str, mutant: str | None, timeout: float) -> SearchResult:
     adapter = resolve_adapter(agent, mutant)
+    # Generate only what the agent's adapter declares it supports (no silent misdelivery).
+    config = dataclasses.replace(config, inbox=Capability.INBOX in adapter.capabilities,
+                                 torn=Capability.TEAR in adapter.capabilities)
     # The zygote starts first, before this process has any thread, so it forks clean children.
     spawner = make_spawner(SpawnMode.FORK, list(adapter.python.preload) if adapter.python else None)
     progress = _Progress(config.examples)
     try:
         with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-explore-") as tmp:
             runner = CaseRunner(RunnerConfig(adapter=adapter, provider=provider, work_root=Path(tmp),
-                                             case_timeout_s=timeout, spawner=spawner))
+                                             case_timeout_s=timeout, spawner=spawner,
+                                             agent_ref=agent if mutant is None else None))
             return search(CaseCache(runner, adapter.name), config, progress)
     finally:
         progress.close()

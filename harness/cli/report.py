@@ -10,7 +10,7 @@ from typing import Any, TypeGuard
 
 import click
 
-from crashmatrix.harness.adapters.registry import ADAPTERS, DEFAULT_AGENT
+from crashmatrix.harness.adapters.registry import AgentChoiceError, resolve_agent
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.records.results import CaseResult, ResultsError, load, resolve_results_path
 from crashmatrix.reports.coverage import unreached
@@ -98,8 +98,15 @@ def declared_branches(results_path: Path, results: Sequence[CaseResult]) -> list
             raise ResultsError(f"{run_file}: declared_branches must be a list of strings")
         return list(declared)
     agents = {r.agent for r in results}
-    agent = agents.pop() if len(agents) == 1 and agents <= set(ADAPTERS.names()) else DEFAULT_AGENT
-    return list(ADAPTERS.get(agent).declared_branches())
+    if len(agents) != 1:
+        raise ResultsError(f"{results_path}: results of {len(agents)} agents ({', '.join(sorted(agents))}) "
+                           "and no run.json to say which agent's recovery branches to report")
+    try:
+        # Whatever named the agent (a registered name, mutant:NAME, module:attr) names it again.
+        return list(resolve_agent(agents.pop()).declared_branches())
+    except AgentChoiceError as exc:
+        raise ResultsError(f"{results_path}: {exc}; no run.json beside the results to read "
+                           "the agent's declared recovery branches from") from None
 
 
 @click.command("report")

@@ -157,6 +157,9 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     out_dir = Path(out)
     adapter = _adapter(agent)
     _require(adapter, scenarios)
+    if line_coverage and adapter.python is None:
+        # Refused before anything in --out is touched: earlier results stay as they were.
+        fail(f"--line-coverage measures a Python agent; agent {adapter.name!r} has no Python entry point")
     declared = list(adapter.declared_branches())
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / RUN_FILE).write_text(json.dumps({
@@ -230,6 +233,7 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
         for s in scenarios:
             click.echo(f"{s.name:18} {s.description}")
         return
+    _require(_adapter(agent), scenarios)
     with _runner_config(agent, timeout, fsync == "on", False, spawn) as cfg:
         for s in scenarios:
             for case in _enumerate(cfg, s):
@@ -307,6 +311,11 @@ def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool)
         fail(f"{path}: field 'mutant': unknown mutant {saved.mutant!r}")
         return
     adapter: Adapter = MutantAdapter(mutant) if mutant else _adapter(saved.agent)
+    _require(adapter, [saved.scenario])
+    try:
+        check_faults(saved.case, adapter)
+    except CaseIdError as exc:
+        fail(f"{path}: {exc}")
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
     with _runner_config(adapter, timeout, fsync, keep, spawn, work=work) as cfg:
         obs, result = run_repro(saved, cfg)
@@ -328,7 +337,17 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool) -> None:
     except ResultsError as exc:
         fail(str(exc))
         return
+    agents = sorted({r.agent for r in merged})
+    if len(agents) > 1:
+        fail(f"the shards tested different agents ({', '.join(agents)}); merge results of one agent")
     out_dir = Path(out)
+    # The first shard's run description travels with the merge, so `report` needs no telling.
+    runs = [Path(p) / RUN_FILE if Path(p).is_dir() else Path(p).parent / RUN_FILE for p in inputs]
+    first_run = next((r for r in runs if r.exists()), None)
+    if first_run is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if first_run.resolve() != (out_dir / RUN_FILE).resolve():
+            shutil.copyfile(first_run, out_dir / RUN_FILE)
     writer = ResultsWriter(out_dir / RESULTS_FILE)
     for r in merged:
         writer.write(r)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+from crashmatrix.harness.adapters.requirements import Unsupported, unmet
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.faults.interface import FaultKind
@@ -104,6 +105,17 @@ class CaseRunner:
         self._base_env: dict[str, str] | None = None  # the incarnations' environment, built once
         self._faults: dict[str, FaultKind] = {}  # looked up in the registry once per name
 
+    def _check_supported(self, case: Case, scenario: Scenario) -> None:
+        """The last guard (commands check first): never give an agent what it cannot take."""
+        problems = unmet(self.config.adapter, [scenario])
+        for step in case.schedule:
+            lacking = self._fault(step.fault).requires - self.config.adapter.capabilities
+            if lacking:
+                problems.append(f"fault {step.fault!r} needs {', '.join(sorted(lacking))}, which agent "
+                                f"{self.config.adapter.name!r} does not declare")
+        if problems:
+            raise Unsupported("; ".join(problems))
+
     def _fault(self, name: str) -> FaultKind:
         if name not in self._faults:
             self._faults[name] = fault_named(name)
@@ -111,6 +123,7 @@ class CaseRunner:
 
     def run(self, case: Case, scenario: Scenario) -> Observation:
         cfg = self.config
+        self._check_supported(case, scenario)
         case_dir = cfg.work_root / case_dir_name(case)
         shutil.rmtree(case_dir, ignore_errors=True)
         workspace, session = case_dir / "ws", case_dir / "session"
@@ -204,12 +217,14 @@ class CaseRunner:
     def _accepted(self, spec: LaunchSpec, incarnations: list[IncarnationRecord]) -> bool:
         """Whether the task is in the agent's store, so the next incarnation must recover it.
 
-        From the store when the adapter reads it; otherwise from the probe trace: a commit that
-        completed (`commit.after`) reached the store, and an agent's first commit holds its task.
+        From the store when the adapter reads it; otherwise from the probe trace: a commit whose
+        write returned (`commit.written`, or `commit.after`) reached the store, and an agent's
+        first commit holds its task (docs/your-agent.md, step 2).
         """
         if Capability.STORE in self.config.adapter.capabilities:
             return bool(self.config.adapter.read_transcript(spec).runs)
-        return any(e.kind == "commit.after" for inc in incarnations for e in inc.events)
+        # A write that returned survives a SIGKILL: `commit.written` is enough.
+        return any(e.kind in ("commit.written", "commit.after") for inc in incarnations for e in inc.events)
 
     def _incarnation(self, args: list[str], spec: LaunchSpec, record: IncarnationRecord,
                      step: Any, scenario: Scenario, deliveries: list[Delivery],

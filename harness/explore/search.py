@@ -35,6 +35,9 @@ class SearchConfig:
     jobs: int = 1
     ci: bool = False  # start from Hypothesis's `ci` profile (derandomized, no database)
     shrink_seconds: float = 300.0
+    # What the agent's adapter supports: a plan or draw needing more is never generated.
+    inbox: bool = True
+    torn: bool = True
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,8 @@ def _job(judge: Judge, config: SearchConfig, job: int, budget: int,
         if judge.judge(job, example) is not None:
             raise PropertyFailed
 
-    test = _settings(config, budget)(seed(config.seed + job)(given(examples())(prop)))
+    strategy = examples(config.inbox, config.torn)
+    test = _settings(config, budget)(seed(config.seed + job)(given(strategy)(prop)))
     try:
         test()
     except PropertyFailed:

@@ -67,7 +67,8 @@ def boundaries(turns: tuple[tuple[Action, ...], ...], kind: InterruptKind) -> li
 
 
 @st.composite
-def plans(draw: st.DrawFn) -> Plan:
+def plans(draw: st.DrawFn, interrupts: bool = True) -> Plan:
+    """`interrupts`: whether the agent has an inbox to deliver inputs and cancels to."""
     action = st.tuples(st.sampled_from(ActionKind), st.sampled_from(Care))
     shape = draw(st.lists(st.lists(action, min_size=1, max_size=MAX_PARALLEL),
                           min_size=1, max_size=MAX_TURNS))
@@ -75,7 +76,7 @@ def plans(draw: st.DrawFn) -> Plan:
     faults = draw(st.lists(st.builds(FaultSpec, st.sampled_from(PROVIDER_FAULTS),
                                      st.integers(0, len(turns))), max_size=MAX_FAULTS))
     interrupt = None
-    kind = draw(st.none() | st.sampled_from(InterruptKind))
+    kind = draw(st.none() | st.sampled_from(InterruptKind)) if interrupts else None
     if kind is not None:
         interrupt = Interrupt(kind, draw(st.sampled_from(boundaries(turns, kind))))
     # Appends and commands stay never-replay: re-running them is never right. Reads and
@@ -94,12 +95,19 @@ def _fault(k: int) -> str:
     return TORN.name if k == 3 else KILL.name
 
 
-def draws() -> st.SearchStrategy[tuple[Draw, ...]]:
+def _kill(k: int) -> str:
+    return KILL.name
+
+
+def draws(torn: bool = True) -> st.SearchStrategy[tuple[Draw, ...]]:
+    """`torn`: whether the agent's adapter can tear a write (else every draw is a kill)."""
     # Half the draws stay among the first few events of the ordered trace (the effects).
     index = st.integers(0, NEAR) | st.integers(0, MAX_INDEX)
-    step = st.builds(Draw, index, st.integers(0, 3).map(_fault))
+    step = st.builds(Draw, index, st.integers(0, 3).map(_fault if torn else _kill))
     return st.lists(step, min_size=1, max_size=MAX_CRASHES).map(tuple)
 
 
-def examples() -> st.SearchStrategy[tuple[Plan, tuple[Draw, ...]]]:
-    return st.tuples(plans(), draws())
+def examples(interrupts: bool = True,
+             torn: bool = True) -> st.SearchStrategy[tuple[Plan, tuple[Draw, ...]]]:
+    """Plans and crash draws an agent can be given: none that needs a capability it lacks."""
+    return st.tuples(plans(interrupts), draws(torn))

@@ -148,5 +148,8 @@ def not_applicable(results: Iterable[CaseResult]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in results:
         for item in r.not_applicable:
-            out.setdefault(item["invariant"], item["reason"])
+            # An invariant judged in part says so first: its other verdicts are real ones.
+            reason = (f"partly judged; not judged: {item['reason']}" if item.get("partly")
+                      else item["reason"])
+            out.setdefault(item["invariant"], reason)
     return dict(sorted(out.items()))

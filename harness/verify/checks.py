@@ -65,6 +65,10 @@ PARTLY_FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
     InvariantId.CONTINUATION: "requests against the committed history (judged: the task once in "
                               "every request, no invented user message)",
     InvariantId.SCENARIO_ORACLE: "the run's outcome and final answer (judged: files and lines)",
+    InvariantId.LIVENESS: "whether a run was left open (judged: hangs, exit codes, harness errors)",
+    InvariantId.AT_MOST_ONCE: "each call's recorded replay policy (judged: the effects in the "
+                              "workspace, its witnesses and the probes, against the calls the model "
+                              "asked for)",
 })
 
 
@@ -84,7 +88,7 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
         obs = dataclasses.replace(obs, transcript=provider_transcript(obs.requests))
         why = "and the agent's adapter reads no store (no 'store' capability)"
         skipped = [NotApplicable(i, f"it reads {what}, {why}") for i, what in FROM_STORE.items()]
-        partly = [NotApplicable(i, f"not judged: {what}, {why}", partly=True)
+        partly = [NotApplicable(i, f"{what}, {why}", partly=True)
                   for i, what in PARTLY_FROM_STORE.items()]
     t = obs.transcript
     unreadable = t.integrity_error is not None and t.commits == 0 and not t.runs and not t.messages

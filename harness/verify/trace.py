@@ -85,6 +85,15 @@ class Trace:
             seen = self._landed.get(located.seq)
             if seen is None or seen.inc < located.inc:
                 self._landed[located.seq] = located
+        if not obs.store_read:
+            # Without a store, the transcript is the provider's view (verify.provider_view): its
+            # "commit" k+1 is request k's reply, placed where the agent sent request k (its
+            # effects come after that, the previous reply's before). Only when every request has
+            # its provider.before can the two be lined up; else sites are placed leniently.
+            self._landed = {}
+            sent = [e for e in self.events if e.kind == K.PROVIDER_BEFORE]
+            if len(sent) == len(obs.requests):
+                self._landed = {k + 1: e for k, e in enumerate(sent)}
 
     # -- commits ---------------------------------------------------------------------------
     def commit_pos(self, seq: int) -> Pos | None:

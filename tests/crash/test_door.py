@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TOY = ROOT / "examples" / "toy_agent"
 CLI = [sys.executable, "-m", "crashmatrix"]
 STORE_BOUND = {"log-integrity", "pairing", "no-silent-success", "safe-rerun", "finished-stays-finished",
-               "scenario-oracle",
+               "scenario-oracle", "liveness", "at-most-once",
                "continuation", "resume-budget", "queued-input", "retry-intent"}
 
 
@@ -148,3 +148,29 @@ def test_no_agent_is_our_agent_through_the_door_by_every_route(tmp_path: Path) -
         seen.append(sorted((case, r["verdict"], r["trace"], r["not_applicable"]) for case, r in rows.items()))
     assert seen[0] == seen[1] == seen[2]
     assert len(seen[0]) > 20
+
+
+def test_every_command_refuses_what_the_agent_cannot_take_and_keeps_earlier_results(tmp_path: Path) -> None:
+    project = _toy(tmp_path / "project")
+    agent = ["--agent", "toyagent.adapter:AGENT"]
+    for command in (["list", "--cases"], ["bench", "--skip-fresh"]):
+        proc = crashmatrix(*command, *agent, "--scenario", "queued-input", cwd=project)
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert "declares no 'inbox' capability" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    # A refused --line-coverage run touches nothing in --out.
+    out = tmp_path / "out"
+    first = crashmatrix("run", *agent, "--scenario", "changelog-fast", "--out", str(out), cwd=project)
+    assert first.returncode == 0, first.stderr
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    proc = crashmatrix("run", *agent, "--scenario", "changelog-fast", "--out", str(out), "--line-coverage",
+                       cwd=project)
+    assert proc.returncode == 2
+    assert "no Python entry point" in proc.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    # merge carries the run description, so report knows the agent's (empty) branch list.
+    merged = tmp_path / "merged"
+    assert crashmatrix("merge", str(out), "--out", str(merged), cwd=project).returncode == 0
+    proc = crashmatrix("report", str(merged), "--require-coverage", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert "not-applicable:log-integrity" in (merged / "junit.xml").read_text()

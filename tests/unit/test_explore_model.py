@@ -25,7 +25,8 @@ from crashmatrix.harness.explore.plan import (
     Plan,
 )
 from crashmatrix.harness.explore.scenario_data import scenario_data
-from crashmatrix.harness.explore.strategies import MAX_CRASHES, boundaries, plans
+from crashmatrix.harness.explore.schedule import Draw
+from crashmatrix.harness.explore.strategies import MAX_CRASHES, boundaries, examples, plans
 from crashmatrix.scenarios.model import (
     CallIds,
     Outcome,
@@ -236,3 +237,11 @@ def test_a_per_response_id_scheme_reaches_the_scenario_and_the_description() -> 
     assert "call ids: per-response" in " | ".join(reused.describe())
     # Different schemes are different scenarios (the name is a digest of the scenario).
     assert build_scenario(plain).name != build_scenario(reused).name
+
+
+@given(examples(interrupts=False, torn=False))
+def test_an_agent_without_inbox_or_tear_is_given_no_interrupt_and_no_torn_write(
+        example: tuple[Plan, tuple[Draw, ...]]) -> None:
+    plan, draws = example
+    assert plan.interrupt is None
+    assert {d.fault for d in draws} == {"kill"}

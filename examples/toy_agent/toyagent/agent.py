@@ -62,13 +62,14 @@ def main(argv: list[str]) -> int:
     while True:
         entries = [json.loads(line) for line in log.open(encoding="utf-8")]
         messages = [e["message"] for e in entries if e["type"] == "message"]
-        started = {e["call_id"] for e in entries if e["type"] == "started"}
-        answered = {m.get("tool_call_id") for m in messages}
-        last = messages[-1]
-        pending = [c for c in last.get("tool_calls") or [] if c["id"] not in answered]
-        if last["role"] == "tool":  # a result may close a batch: find its assistant message
-            asked = next(m for m in reversed(messages) if m["role"] == "assistant")
-            pending = [c for c in asked.get("tool_calls") or [] if c["id"] not in answered]
+        # Only what happened since the model last asked counts: call ids may repeat across turns.
+        cut = max((k for k, e in enumerate(entries)
+                   if e["type"] == "message" and e["message"]["role"] == "assistant"), default=-1)
+        window = entries[cut + 1:]
+        started = {e["call_id"] for e in window if e["type"] == "started"}
+        answered = {e["message"].get("tool_call_id") for e in window if e["type"] == "message"}
+        asked = entries[cut]["message"].get("tool_calls") or [] if cut >= 0 else []
+        pending = [c for c in asked if c["id"] not in answered]
         for c in pending:
             if c["id"] in started:  # intent without result: it may or may not have happened
                 commit(log, {"type": "message", "message": {
