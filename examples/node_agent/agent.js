@@ -229,13 +229,16 @@ async function main(argv) {
     entries = load(log);
     const put = (entry) => commit(log, entry, entries.push(entry)); // seq = the new line's number
     const messages = entries.filter((e) => e.type === "message").map((e) => e.message);
-    const started = new Set(entries.filter((e) => e.type === "started").map((e) => e.call_id));
-    const answered = new Set(messages.map((m) => m.tool_call_id));
+    // Only what happened since the model last asked counts: providers reuse call ids across
+    // turns, so an older result or intent with the same id must not answer a new call.
+    const cut = entries.findLastIndex((e) => e.type === "message" && e.message.role === "assistant");
+    const window = entries.slice(cut + 1);
+    const started = new Set(window.filter((e) => e.type === "started").map((e) => e.call_id));
+    const answered = new Set(window.filter((e) => e.type === "message").map((e) => e.message.tool_call_id));
     // The calls still owed a result: those of the latest assistant message (a tool result may
     // close only part of its batch).
-    const asked = [...messages].reverse().find((m) => m.role === "assistant");
-    const last = messages[messages.length - 1];
-    const pending = last.role === "user" || !asked ? [] : (asked.tool_calls || []).filter((c) => !answered.has(c.id));
+    const asked = cut >= 0 ? entries[cut].message : undefined;
+    const pending = !asked ? [] : (asked.tool_calls || []).filter((c) => !answered.has(c.id));
     for (const c of pending) {
       const name = c.function.name;
       if (started.has(c.id)) {
@@ -263,6 +266,7 @@ async function main(argv) {
         ...(result.isError ? { is_error: true } : {}) });
     }
     if (pending.length) continue;
+    const last = messages[messages.length - 1];
     if (last.role === "assistant") { // the final answer is saved; only its "done" was lost
       put({ type: "done" });
       return 0;
