@@ -11,7 +11,7 @@ import json
 
 from crashmatrix.agent.messages_only import LOG
 from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
-from crashmatrix.harness.records.transcript import Call, Message, Run, Transcript
+from crashmatrix.harness.records.transcript import Message, Run, Transcript, calls_of
 
 MODULE = "crashmatrix.agent.messages_only"
 RUN_ID = "run-1"  # the baseline has no runs of its own: its whole history is one
@@ -59,17 +59,10 @@ class MessagesOnlyAdapter:
 
 
 def _message(seq: int, m: dict[str, object]) -> Message:
-    calls = []
-    for c in m.get("tool_calls") or []:  # type: ignore[attr-defined]
-        raw = str(c["function"]["arguments"])
-        try:
-            args = json.loads(raw)
-        except ValueError:
-            args = None
-        calls.append(Call(str(c["id"]), str(c["function"]["name"]), args, raw))
+    calls = calls_of(m.get("tool_calls"))
     content = m.get("content")
     return Message(seq=seq, msg_id=f"m{seq}", run_id=RUN_ID, role=str(m["role"]),
-                   content=None if content is None else str(content), calls=tuple(calls),
+                   content=None if content is None else str(content), calls=calls,
                    call_id=str(m["tool_call_id"]) if m.get("tool_call_id") else None,
                    is_error=str(content or "").startswith("ERROR: "))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 
 # The adapter for our own agent may read its store with the agent's own reader: the rules for
@@ -11,7 +10,7 @@ from crashmatrix.agent import inbox
 from crashmatrix.agent.log import LogCorrupt, read_commits
 from crashmatrix.agent.recovery import DECLARED_BRANCHES
 from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
-from crashmatrix.harness.records.transcript import Call, Message, Record, Run, ToolStart, Transcript
+from crashmatrix.harness.records.transcript import Message, Record, Run, ToolStart, Transcript, calls_of
 
 ENTRY = PythonEntry("crashmatrix.agent", "crashmatrix.agent.cli:main", ("crashmatrix.agent.cli",))
 
@@ -111,18 +110,11 @@ def _read_entry(t: Transcript, runs: dict[str, Run], seq: int, e: Mapping[str, o
         runs[run_id] = Run(old.run_id, old.seq, old.intent, old.resumed_from, old.resume_attempt,
                            str(e["outcome"]), str(e["reason"]) if e.get("reason") else None, seq)
     elif kind == "message":
-        calls = []
-        for c in e.get("tool_calls") or []:  # type: ignore[attr-defined]
-            raw = str(c["function"]["arguments"])
-            try:
-                args = json.loads(raw)
-            except ValueError:
-                args = None
-            calls.append(Call(str(c["id"]), str(c["function"]["name"]), args, raw))
+        calls = calls_of(e.get("tool_calls"))
         content = e.get("content")
         t.messages.append(Message(
             seq=seq, msg_id=str(e["id"]), run_id=str(e["run_id"]), role=str(e["role"]),
-            content=None if content is None else str(content), calls=tuple(calls),
+            content=None if content is None else str(content), calls=calls,
             call_id=str(e["tool_call_id"]) if e.get("tool_call_id") else None,
             tool=str(e["tool_name"]) if e.get("tool_name") else None,
             is_error=bool(e.get("is_error")),

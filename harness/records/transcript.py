@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -12,6 +13,19 @@ class Call:
     tool: str
     args: Any  # parsed arguments (None when they were not valid JSON)
     raw_args: str
+
+
+def calls_of(raw_calls: Any) -> tuple[Call, ...]:
+    """Tool calls in the OpenAI wire shape (`[{"id", "function": {"name", "arguments"}}]`)."""
+    calls = []
+    for c in raw_calls or []:
+        raw = str(c["function"]["arguments"])
+        try:
+            args = json.loads(raw)
+        except ValueError:
+            args = None  # kept raw: a call with broken arguments is still a call
+        calls.append(Call(str(c["id"]), str(c["function"]["name"]), args, raw))
+    return tuple(calls)
 
 
 @dataclass(frozen=True)

@@ -7,11 +7,10 @@ reply, say) is two calls here, so two effects are allowed. Pure.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from crashmatrix.harness.records.observation import Request
-from crashmatrix.harness.records.transcript import Call, Message, Transcript
+from crashmatrix.harness.records.transcript import Message, Transcript, calls_of
 
 
 def provider_transcript(requests: Sequence[Request]) -> Transcript:
@@ -21,16 +20,8 @@ def provider_transcript(requests: Sequence[Request]) -> Transcript:
         reply = r.reply
         if not reply:
             continue
-        calls = []
-        for c in reply.get("tool_calls") or []:
-            raw = str(c["function"]["arguments"])
-            try:
-                args = json.loads(raw)
-            except ValueError:
-                args = None
-            calls.append(Call(str(c["id"]), str(c["function"]["name"]), args, raw))
         content = reply.get("content")
         t.messages.append(Message(seq=r.index + 1, msg_id=f"reply{r.index + 1}", run_id="",
                                   role="assistant", content=None if content is None else str(content),
-                                  calls=tuple(calls)))
+                                  calls=calls_of(reply.get("tool_calls"))))
     return t
