@@ -7,10 +7,12 @@ finish, so an interrupted matrix keeps what it finished.
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from crashmatrix.harness.enumeration import crash_loop_extension, extensions, in_shard, single_crash_cases
@@ -67,7 +69,8 @@ class Matrix:
         known = 0
         position = {s.name: i for i, s in enumerate(cfg.scenarios)}
         keep_recordings = cfg.shard is None or cfg.shard[0] == 1
-        with ThreadPoolExecutor(max_workers=max(1, cfg.jobs), thread_name_prefix="case") as pool:
+        with _sigint_at_safe_points() as interrupted, \
+                ThreadPoolExecutor(max_workers=max(1, cfg.jobs), thread_name_prefix="case") as pool:
             pending: dict[Future[CaseResult], Case] = {}
 
             def submit(case: Case) -> None:
@@ -79,7 +82,9 @@ class Matrix:
                 submit(Case(scenario.name))
             try:
                 while pending:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    if interrupted.is_set():
+                        raise KeyboardInterrupt
                     for future in done:
                         case = pending.pop(future)
                         try:
@@ -115,3 +120,28 @@ class Matrix:
                 kill_all()
                 raise
         return finished
+
+
+@contextmanager
+def _sigint_at_safe_points() -> Iterator[threading.Event]:
+    """Turn SIGINT into an event the matrix checks between waits, while it runs.
+
+    A KeyboardInterrupt raised asynchronously can land inside concurrent.futures while the main
+    thread holds a future's lock (seen: `wait` interrupted mid-`with`): the worker that then runs
+    that future blocks on the lock forever, and the pool's shutdown joins it: a hung harness.
+    Raised by the matrix itself, between waits, it is always safe. Only the main thread can set
+    a handler; elsewhere (e.g. a test's thread) nothing changes.
+    """
+    interrupted = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield interrupted
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:  # an ignored SIGINT (a background job) stays ignored
+        yield interrupted
+        return
+    signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+    try:
+        yield interrupted
+    finally:
+        signal.signal(signal.SIGINT, previous)
