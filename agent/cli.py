@@ -94,12 +94,21 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
         or os.environ.get("OPENAI_BASE_URL"),
         "model": args.model or saved.get("model") or "crashmatrix-agent",
     }
-    if args.command == "run" and {k: saved.get(k) for k in _REMEMBERED} != chosen:
-        args.session.mkdir(parents=True, exist_ok=True)
+    return chosen
+
+
+def _remember(args: argparse.Namespace, chosen: dict[str, Any]) -> None:
+    """Save a run's settings for later `recover`s; called only with the session lock held, so a
+    refused `run` on a locked session changes nothing the holder relies on."""
+    path = args.session / "config.json"
+    try:
+        saved = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        saved = {}
+    if {k: saved.get(k) for k in _REMEMBERED} != chosen:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(chosen, indent=2))
         os.replace(tmp, path)
-    return chosen
 
 
 def _registry(args: argparse.Namespace) -> Registry:
@@ -117,8 +126,7 @@ def _registry(args: argparse.Namespace) -> Registry:
         raise UsageError(str(exc)) from None
 
 
-def _agent(args: argparse.Namespace) -> Agent:
-    settings = _settings(args)
+def _agent(args: argparse.Namespace, settings: dict[str, Any]) -> Agent:
     workspace = Path(settings["workspace"])
     if not workspace.is_dir():
         raise UsageError(f"workspace {workspace} is not a directory")
@@ -212,7 +220,10 @@ def main(argv: list[str] | None = None) -> int:
             item = inbox.deliver(args.session / "inbox", inbox.InboxKind.CANCEL)
             print(f"cancel requested ({item})")
             return EXIT_OK
-        with _agent(args) as agent:
+        settings = _settings(args)
+        with _agent(args, settings) as agent:
+            if args.command == "run":
+                _remember(args, settings)  # the lock is held now
             if agent.log.repair is not None:
                 r = agent.log.repair
                 print(f"durable-agent: repaired torn tail: dropped line {r.line} "

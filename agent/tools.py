@@ -87,11 +87,16 @@ def check_args(tool: Tool, args: Any) -> None:
 
 
 def confine(workspace: Path, rel: str) -> Path:
-    """Resolve `rel` inside the workspace, refusing anything that escapes it (symlinks too)."""
+    """Resolve `rel` inside the workspace, refusing anything that escapes it (symlinks too), and
+    anything that is not a plain file or missing: a FIFO or device would block or never end."""
+    if "\x00" in rel:  # the OS refuses it with ValueError, which is no tool error
+        raise ToolError(f"path {rel!r} contains a NUL byte")
     root = workspace.resolve()
     target = (root / rel).resolve()
     if target != root and root not in target.parents:
         raise ToolError(f"path {rel!r} is outside the workspace")
+    if target.exists() and not (target.is_file() or target.is_dir()):
+        raise ToolError(f"{rel}: not a regular file")
     return target
 
 
@@ -108,6 +113,8 @@ def _read(ws: Path, args: dict[str, Any]) -> ToolResult:
 def _append_note(ws: Path, args: dict[str, Any]) -> ToolResult:
     path = confine(ws, args["path"])
     line = str(args["line"]).rstrip("\n")
+    if "\n" in line or "\r" in line:  # one call, one line: the result says "1 line"
+        raise ToolError("append_note: 'line' must be a single line (no line breaks inside)")
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as f:
         f.write(line + "\n")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout
-from tests.support.agent_env import launch, make_paths, run_cli
+from tests.support.agent_env import AGENT, launch, make_paths, run_cli
 from tests.support.killer import run_and_kill, run_to_end
 from tests.support.stub_provider import StubProvider, answer, call, changelog_script, results, tool_calls
 
@@ -176,3 +177,18 @@ def test_permits_granted_ahead_stop_the_agent_exactly_at_the_first_event_without
             inc.kill()
         changelog = paths.workspace / "CHANGELOG.md"
         assert LINE not in (changelog.read_text() if changelog.exists() else "")
+
+
+def test_a_refused_run_on_a_locked_session_changes_no_setting(tmp_path: Path) -> None:
+    paths = make_paths(tmp_path)
+    with StubProvider(changelog_script) as stub, Incarnation(launch(paths, stub.url, "run", "t")) as holder:
+        assert holder.next_event(time.monotonic() + 30) is not None  # the holder has the lock
+        saved = (paths.session / "config.json").read_text()
+        elsewhere = tmp_path / "hijack"
+        elsewhere.mkdir()
+        proc = subprocess.run([*AGENT, "--session", str(paths.session), "--workspace", str(elsewhere),
+                               "--provider-url", "http://127.0.0.1:9/v1", "run", "other task"],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert proc.returncode == 3, proc.stderr
+        assert (paths.session / "config.json").read_text() == saved
+        holder.kill()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -81,3 +82,30 @@ def test_registry_policy_override_and_unknown_tool() -> None:
     assert list(reg.tools) == ["read"]
     with pytest.raises(ValueError, match="unknown tool"):
         Registry.build(["rm"])
+
+
+def test_a_nul_byte_in_a_path_is_an_error_result_not_an_exception(ws: Path) -> None:
+    # Before: ValueError escaped the tool; `read` is safe, so every recovery re-ran it and died.
+    for tool, args in [("read", {"path": "a\x00b"}), ("append_note", {"path": "a\x00b", "line": "x"}),
+                       ("write", {"path": "a\x00b", "content": "x"}), ("edit", {"path": "a\x00", "old": "a",
+                                                                                "new": "b"})]:
+        result = invoke(BUILTINS[tool], ws, args)
+        assert result.is_error
+        assert "NUL byte" in result.content
+
+
+def test_a_fifo_is_refused_instead_of_blocking(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    for tool, args in [("read", {"path": "pipe"}), ("append_note", {"path": "pipe", "line": "x"})]:
+        result = invoke(BUILTINS[tool], ws, args)
+        assert result.is_error
+        assert "not a regular file" in result.content
+
+
+def test_append_note_appends_exactly_one_line(ws: Path) -> None:
+    result = invoke(BUILTINS["append_note"], ws, {"path": "a.txt", "line": "one\ntwo"})
+    assert result.is_error
+    assert "single line" in result.content
+    assert (ws / "a.txt").read_text() == "hello\n"
+    assert not invoke(BUILTINS["append_note"], ws, {"path": "a.txt", "line": "three\n"}).is_error
+    assert (ws / "a.txt").read_text() == "hello\nthree\n"
