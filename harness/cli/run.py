@@ -52,7 +52,7 @@ from crashmatrix.harness.records.results import (
 )
 from crashmatrix.reports.terminal import render as render_summary
 from crashmatrix.reports.timeline import render as render_timeline
-from crashmatrix.reports.write import write_reports
+from crashmatrix.reports.write import ReportFile, write_reports
 from crashmatrix.scenarios import ScenarioError, load_all, resolve
 from crashmatrix.scenarios.model import Scenario
 
@@ -66,6 +66,29 @@ def _scenarios(names: tuple[str, ...], dirs: tuple[str, ...]) -> list[Scenario]:
         return list(load_all(dirs).values())
     except ScenarioError as exc:
         fail(str(exc))
+
+
+# What crashmatrix writes into --out; other files there are never touched.
+OUR_FILES = (RESULTS_FILE, RUN_FILE, *(f.value for f in ReportFile), "coverage", "coverage-data",
+             "cases")
+
+
+def _claim_out(out_dir: Path, overwrite: bool) -> None:
+    """Refuse an --out whose result files some other program (or person) wrote: only a directory
+    holding a run.json of ours, or none of our file names, is ours to write into."""
+    present = [name for name in OUR_FILES if (out_dir / name).exists()] if out_dir.is_dir() else []
+    if overwrite or not present or _is_our_run_file(out_dir / RUN_FILE):
+        return
+    fail(f"--out {out_dir}: it already holds {', '.join(present)}, and no run.json says crashmatrix "
+         "wrote them; choose another --out, or pass --overwrite to replace them")
+
+
+def _is_our_run_file(path: Path) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and {"agent", "declared_branches"} <= set(data)
 
 
 def _require(adapter: Adapter, scenarios: list[Scenario]) -> None:
@@ -140,9 +163,11 @@ def with_common(fn: Any) -> Any:
 @click.option("--line-coverage", is_flag=True,
               help="Measure line and branch coverage of the agent's code in recovery incarnations "
                    "(coverage.py); HTML in OUT/coverage.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace result files in OUT even when no crashmatrix run wrote them there.")
 def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
         spawn: str, depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool,
-        require_coverage: bool, line_coverage: bool) -> None:
+        require_coverage: bool, line_coverage: bool, overwrite: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
         shard_spec = parse_shard(shard) if shard else None
@@ -155,6 +180,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             click.echo(f"crashmatrix: {s.name}: schedules capped at depth {s.matrix.max_depth} by "
                        f"its [matrix] max_depth ({s.source})", err=True)
     out_dir = Path(out)
+    _claim_out(out_dir, overwrite)
     adapter = _adapter(agent)
     _require(adapter, scenarios)
     if line_coverage and adapter.python is None:
@@ -330,8 +356,11 @@ def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool)
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True)
-def merge_(inputs: tuple[str, ...], out: str, as_json: bool) -> None:
+@click.option("--overwrite", is_flag=True,
+              help="Replace result files in OUT even when no crashmatrix run wrote them there.")
+def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) -> None:
     """Combine the results of several shards into one results.jsonl."""
+    _claim_out(Path(out), overwrite)
     try:
         merged = merge(load_results(Path(p)) for p in inputs)
     except ResultsError as exc:

@@ -241,3 +241,19 @@ def test_a_broken_plugin_or_scenario_folder_is_a_usage_error(tmp_path: Path) -> 
     proc = crashmatrix("repro", "tiny/none", "--scenarios", str(tmp_path / "missing"))
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
+
+
+def test_out_never_replaces_files_crashmatrix_did_not_write(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "summary.md").write_text("my own notes\n")
+    proc = tiny(out)
+    assert proc.returncode == 2
+    assert "no run.json says crashmatrix wrote them" in proc.stderr
+    assert (out / "summary.md").read_text() == "my own notes\n"
+    assert sorted(p.name for p in out.iterdir()) == ["summary.md"], "nothing written"
+    # Ours to replace once a run of ours wrote there; or when told to.
+    assert tiny(out, "--overwrite").returncode == 0
+    assert tiny(out).returncode == 0
+    proc = crashmatrix("merge", str(out), "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
