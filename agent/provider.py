@@ -78,4 +78,28 @@ class ProviderClient:
             message: dict[str, Any] = data["choices"][0]["message"]
         except (ValueError, KeyError, IndexError, TypeError):
             raise ProviderError("malformed response body", retryable=False, status=status) from None
+        problem = _shape_problem(message)
+        if problem:
+            # A reply the loop cannot read is the provider's error, said cleanly, not a crash.
+            raise ProviderError(f"malformed response body: {problem}", retryable=False, status=status)
         return message
+
+
+def _shape_problem(message: Any) -> str | None:
+    """What is wrong with an assistant message's shape, or None (the wire's shape, not its sense)."""
+    if not isinstance(message, dict):
+        return f"the message is {type(message).__name__}, not an object"
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        return "content is not a string"
+    calls = message.get("tool_calls")
+    if calls is None:
+        return None
+    if not isinstance(calls, list):
+        return "tool_calls is not an array"
+    for k, c in enumerate(calls):
+        function = c.get("function") if isinstance(c, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str) \
+                or not isinstance(function.get("arguments"), str):
+            return f"tool_calls[{k}] has no function name and arguments string"
+    return None
