@@ -32,13 +32,14 @@ def history(session: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def save(session: Path, message: dict[str, Any]) -> None:
-    """Append one message as one line: the line number is the commit's `seq`."""
-    label, seq = str(message["role"]), len(history(session)) + 1
+def save(session: Path, messages: list[dict[str, Any]], message: dict[str, Any]) -> None:
+    """Append one message as one line (and to `messages`): its line number is the commit's seq."""
+    label, seq = str(message["role"]), len(messages) + 1
     probe(ProbeKind.COMMIT_BEFORE, label, seq=seq)
     with (session / LOG).open("a", encoding="utf-8") as f:
         f.write(json.dumps(message, ensure_ascii=False) + "\n")
     probe(ProbeKind.COMMIT_WRITTEN, label, seq=seq)
+    messages.append(message)
     probe(ProbeKind.COMMIT_AFTER, label, seq=seq)
 
 
@@ -56,10 +57,10 @@ def main(argv: list[str]) -> int:
     channel.attach_from_env()
     client = ProviderClient(ProviderConfig(base_url=url, timeout_s=30.0))
     specs = [BUILTINS[t].spec() for t in tools.split(",") if t]
-    if command == "run" and not history(session):
-        save(session, {"role": "user", "content": argv[5]})
+    messages = history(session)  # read once; `save` keeps it in step with the file
+    if command == "run" and not messages:
+        save(session, messages, {"role": "user", "content": argv[5]})
     while True:
-        messages = history(session)
         if messages and messages[-1]["role"] == "assistant" and not messages[-1].get("tool_calls"):
             return 0  # the final answer is saved: done
         for call in unanswered(messages):  # no intent, no rule: whatever is missing runs (again)
@@ -67,17 +68,15 @@ def main(argv: list[str]) -> int:
             probe(ProbeKind.EFFECT_BEFORE, name, call_id=call["id"])
             result = invoke(BUILTINS[name], workspace, json.loads(call["function"]["arguments"]))
             probe(ProbeKind.EFFECT_AFTER, name, call_id=call["id"])
-            save(session, {"role": "tool", "tool_call_id": call["id"], "content": result.content})
-        if unanswered(history(session)):
-            continue
+            save(session, messages, {"role": "tool", "tool_call_id": call["id"], "content": result.content})
         probe(ProbeKind.PROVIDER_BEFORE, "chat")
         try:
-            reply = client.complete(history(session), specs)
+            reply = client.complete(messages, specs)
         except ProviderError as exc:
             print(f"provider: {exc}", file=sys.stderr)
             return 1
         probe(ProbeKind.PROVIDER_AFTER, "reply")
-        save(session, {k: v for k, v in reply.items() if k in ("role", "content", "tool_calls")})
+        save(session, messages, {k: v for k, v in reply.items() if k in ("role", "content", "tool_calls")})
 
 
 if __name__ == "__main__":

@@ -7,18 +7,17 @@ a built-in except which distribution declares it.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
+
+from crashmatrix.harness.records.case import PLUGIN_NAME
 
 T = TypeVar("T")
 
 ADAPTERS_GROUP = "crashmatrix.adapters"
 FAULTS_GROUP = "crashmatrix.faults"
 
-# Plugin names end up in case ids and on command lines: keep them to one plain token.
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
 class UnknownPlugin(LookupError):
@@ -69,9 +68,9 @@ class ExtensionPoint(Generic[T]):
         return [self._load(entries[name]) for name in sorted(entries)]
 
     def _load(self, ep: EntryPoint) -> T:
-        if not NAME_RE.match(ep.name):
+        if not PLUGIN_NAME.match(ep.name):
             raise PluginError(f"{self.what} entry point {ep.name!r} ({ep.value}) in group "
-                              f"{self.group!r}: names must match {NAME_RE.pattern}")
+                              f"{self.group!r}: names must match {PLUGIN_NAME.pattern}")
         try:
             obj = ep.load()
         except Exception as exc:

@@ -91,7 +91,8 @@ def cached_bytecode(package: str) -> Iterator[bool]:
 def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: float,
             dirs: tuple[str, ...] = (), agent: str = DEFAULT_AGENT) -> ModeFigures:
     scenarios = _scenarios(names, dirs)
-    _require(_adapter(agent), scenarios)
+    adapter = _adapter(agent)
+    _require(adapter, scenarios)
     figures = ModeFigures(0, 0.0, 0, 0, [])
 
     def on_result(result: CaseResult, known: int) -> None:
@@ -99,7 +100,7 @@ def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: 
         figures.incarnations += len(result.crashed_at)
         figures.failed += 0 if result.ok else 1
 
-    with _runner_config(agent, timeout, False, False, mode) as cfg:
+    with _runner_config(agent, timeout, False, False, mode, resolved=adapter) as cfg:
         for _ in range(repeat):
             matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=cfg, depth=1, jobs=jobs))
             started = time.perf_counter()

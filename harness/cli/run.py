@@ -106,12 +106,14 @@ def _adapter(name: str) -> Adapter:
 
 @contextmanager
 def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool, spawn: str = "fork",
-                   work: Path | None = None, coverage_dir: Path | None = None) -> Iterator[RunnerConfig]:
-    adapter = _adapter(agent) if isinstance(agent, str) else agent
-    # Under --line-coverage the agent is not preloaded: code that ran at import time in the
-    # zygote would count as never run in the children that coverage measures.
-    if coverage_dir and adapter.python is None:
-        fail(f"--line-coverage measures a Python agent; agent {adapter.name!r} has no Python entry point")
+                   work: Path | None = None, coverage_dir: Path | None = None,
+                   resolved: Adapter | None = None) -> Iterator[RunnerConfig]:
+    """`agent` as the user named it (recorded in results), or an adapter; `resolved`: the
+    adapter a caller already resolved from that name (so it is looked up once)."""
+    adapter = resolved or (_adapter(agent) if isinstance(agent, str) else agent)
+    # Under --line-coverage (refused by `run` for an agent without a Python entry) the agent is
+    # not preloaded: code that ran at import time in the zygote would count as never run in the
+    # children that coverage measures.
     preload = (["coverage", "crashmatrix.harness.execution.covered"] if coverage_dir
                else list(adapter.python.preload) if adapter.python else None)
     # The zygote starts first, before this process has any thread, so it forks clean children.
@@ -207,7 +209,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         coverage_dir.mkdir(parents=True)
     with _runner_config(agent, timeout, fsync == "on", keep, spawn,
                         work=(out_dir / "cases") if keep else None,
-                        coverage_dir=coverage_dir) as runner_config:
+                        coverage_dir=coverage_dir, resolved=adapter) as runner_config:
         matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
                                      jobs=jobs, shard=shard_spec, scenario_dirs=list(dirs)))
         try:
@@ -259,8 +261,9 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
         for s in scenarios:
             click.echo(f"{s.name:18} {s.description}")
         return
-    _require(_adapter(agent), scenarios)
-    with _runner_config(agent, timeout, fsync == "on", False, spawn) as cfg:
+    adapter = _adapter(agent)
+    _require(adapter, scenarios)
+    with _runner_config(agent, timeout, fsync == "on", False, spawn, resolved=adapter) as cfg:
         for s in scenarios:
             for case in _enumerate(cfg, s):
                 click.echo(case.case_id)

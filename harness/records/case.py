@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-FAULT_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+# How a plugin (a fault kind, an adapter) may be named: one plain token, as case ids and
+# command lines spell it.
+PLUGIN_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
 class CaseIdError(ValueError):
@@ -39,7 +41,7 @@ class CrashStep:
         if not sep or len(parts) != 3 or not parts[0].isdigit():
             raise CaseIdError(f"bad crash step {token!r}: expected NN:kind:label/fault")
         # Whether the fault is registered is for the registry to say (records import no plugins).
-        if not FAULT_NAME.match(fault):
+        if not PLUGIN_NAME.match(fault):
             raise CaseIdError(f"bad crash step {token!r}: bad fault name {fault!r}")
         return cls(int(parts[0]), parts[1], parts[2], fault)
 

@@ -75,25 +75,7 @@ class Trace:
     def __init__(self, obs: Observation) -> None:
         self.obs = obs
         self.events: list[Located] = [Located(i, e) for i, e in obs.all_events()]
-        self._landed: dict[int, Located] = {}
-        for located in self.events:
-            if located.kind not in (K.COMMIT_WRITTEN, K.COMMIT_AFTER) or located.seq is None:
-                continue
-            # `written` is the moment a commit is in the file (a kill after it does not undo it);
-            # `after` only confirms it. A later incarnation that writes the same seq again (after
-            # a torn tail was dropped) owns the commit the final store holds.
-            seen = self._landed.get(located.seq)
-            if seen is None or seen.inc < located.inc:
-                self._landed[located.seq] = located
-        if not obs.store_read:
-            # Without a store, the transcript is the provider's view (verify.provider_view): its
-            # "commit" k+1 is request k's reply, placed where the agent sent request k (its
-            # effects come after that, the previous reply's before). Only when every request has
-            # its provider.before can the two be lined up; else sites are placed leniently.
-            self._landed = {}
-            sent = [e for e in self.events if e.kind == K.PROVIDER_BEFORE]
-            if len(sent) == len(obs.requests):
-                self._landed = {k + 1: e for k, e in enumerate(sent)}
+        self._landed = _landed_commits(self.events) if obs.store_read else _landed_replies(self.events, obs)
 
     # -- commits ---------------------------------------------------------------------------
     def commit_pos(self, seq: int) -> Pos | None:
@@ -161,6 +143,30 @@ class Trace:
 # on several threads). Building it once instead of once per check was a fifth of the harness's
 # CPU time per case.
 _shared: ContextVar[Trace | None] = ContextVar("crashmatrix_shared_trace", default=None)
+
+
+def _landed_commits(events: list[Located]) -> dict[int, Located]:
+    """Where each store commit landed, by seq."""
+    landed: dict[int, Located] = {}
+    for located in events:
+        if located.kind not in (K.COMMIT_WRITTEN, K.COMMIT_AFTER) or located.seq is None:
+            continue
+        # `written` is the moment a commit is in the file (a kill after it does not undo it);
+        # `after` only confirms it. A later incarnation that writes the same seq again (after
+        # a torn tail was dropped) owns the commit the final store holds.
+        seen = landed.get(located.seq)
+        if seen is None or seen.inc < located.inc:
+            landed[located.seq] = located
+    return landed
+
+
+def _landed_replies(events: list[Located], obs: Observation) -> dict[int, Located]:
+    """Without a store, the transcript is the provider's view (verify.provider_view): its
+    "commit" k+1 is request k's reply, placed where the agent sent request k (its effects come
+    after that, the previous reply's before). Only when every request has its provider.before
+    can the two be lined up; else nothing is placed and sites are placed leniently."""
+    sent = [e for e in events if e.kind == K.PROVIDER_BEFORE]
+    return {k + 1: e for k, e in enumerate(sent)} if len(sent) == len(obs.requests) else {}
 
 
 @contextmanager

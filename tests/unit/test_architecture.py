@@ -121,7 +121,7 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     ("scenarios: data and its schema", (C + "scenarios",), (C + "scenarios",)),
     ("fakes: test doubles read scenarios only", (C + "fakes",), (C + "fakes", C + "scenarios")),
     ("renderers import only records", (C + "reports",), (C + "reports", RECORDS)),
-    ("plugins: the extension-point mechanism", (C + "harness.plugins",), ()),
+    ("plugins: the extension-point mechanism", (C + "harness.plugins",), (RECORDS,)),
     ("adapter interface", (C + "harness.adapters.interface",), (RECORDS,)),
     ("adapters", (C + "harness.adapters",),
      (C + "harness.adapters", RECORDS, C + "harness.plugins", C + "agent", C + "harness.mutants",
