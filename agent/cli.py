@@ -16,7 +16,7 @@ from crashmatrix.agent.loop import Agent, AgentConfig
 from crashmatrix.agent.provider import ProviderClient, ProviderConfig
 from crashmatrix.agent.records import Outcome, Replay
 from crashmatrix.agent.recovery import RecoveryError
-from crashmatrix.agent.tools import BUILTINS, Registry
+from crashmatrix.agent.tools import BUILTINS, BashEnv, Registry, ToolSettings
 from crashmatrix.agent.transcript import render
 
 EXIT_OK = 0
@@ -25,7 +25,7 @@ EXIT_USAGE = 2
 EXIT_SESSION = 3
 
 # Settings a session remembers, so `recover` needs no flags after `run`.
-_REMEMBERED = ("workspace", "provider_url", "model")
+_REMEMBERED = ("workspace", "provider_url", "model", "bash_env")
 
 
 class UsageError(Exception):
@@ -55,6 +55,13 @@ def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
     p.add_argument("--retry-delay", type=float, default=d(1.0), metavar="S")
     p.add_argument("--max-retries", type=int, default=d(3))
     p.add_argument("--resume-budget", type=int, default=d(3))
+    p.add_argument("--max-steps", type=int, default=d(100), metavar="N",
+                   help="model replies a run may have (resumed runs included) before it is "
+                        "ended as failed (default 100)")
+    p.add_argument("--bash-env", choices=[e.value for e in BashEnv], default=d(None),
+                   help="environment of bash commands: inherit (all of the agent's, API keys "
+                        "included) or clean (PATH, LANG, HOME and TMPDIR only); default: "
+                        "remembered, else inherit")
     p.add_argument("--tools", default=d(None), help="comma-separated tools to register (default: all)")
     p.add_argument("--policy", action="append", default=d([]), metavar="TOOL=safe|never",
                    help="override a tool's replay policy (repeatable)")
@@ -80,20 +87,38 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class SessionDamaged(RuntimeError):
+    """A file of the session store is not what the agent wrote (exit 3, nothing changed)."""
+
+
+def _saved_settings(path: Path) -> dict[str, Any]:
+    """The remembered settings, checked: a damaged file is refused, never half-used."""
+    if not path.exists():
+        return {}
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SessionDamaged(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(saved, dict):
+        raise SessionDamaged(f"{path}: expected a JSON object, found {type(saved).__name__}")
+    for key in _REMEMBERED:
+        if key in saved and not isinstance(saved[key], str):
+            raise SessionDamaged(f"{path}: field {key!r} must be a string")
+    return saved
+
+
 def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    path = args.session / "config.json"
-    saved: dict[str, Any] = {}
-    if path.exists():
-        try:
-            saved = json.loads(path.read_text())
-        except ValueError as exc:
-            raise UsageError(f"{path}: not valid JSON ({exc})") from None
+    saved = _saved_settings(args.session / "config.json")
     chosen = {
         "workspace": str(args.workspace) if args.workspace else saved.get("workspace", os.getcwd()),
         "provider_url": args.provider_url or saved.get("provider_url")
         or os.environ.get("OPENAI_BASE_URL"),
         "model": args.model or saved.get("model") or "crashmatrix-agent",
+        "bash_env": args.bash_env or saved.get("bash_env") or BashEnv.INHERIT.value,
     }
+    if chosen["bash_env"] not in {e.value for e in BashEnv}:
+        raise SessionDamaged(f"{args.session / 'config.json'}: field 'bash_env' must be one of "
+                             f"{', '.join(e.value for e in BashEnv)}")
     return chosen
 
 
@@ -101,17 +126,14 @@ def _remember(args: argparse.Namespace, chosen: dict[str, Any]) -> None:
     """Save a run's settings for later `recover`s; called only with the session lock held, so a
     refused `run` on a locked session changes nothing the holder relies on."""
     path = args.session / "config.json"
-    try:
-        saved = json.loads(path.read_text()) if path.exists() else {}
-    except ValueError:
-        saved = {}
+    saved = _saved_settings(path)
     if {k: saved.get(k) for k in _REMEMBERED} != chosen:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(chosen, indent=2))
         os.replace(tmp, path)
 
 
-def _registry(args: argparse.Namespace) -> Registry:
+def _registry(args: argparse.Namespace, bash_env: str = BashEnv.INHERIT.value) -> Registry:
     policies: dict[str, Replay] = {}
     for item in args.policy:
         name, _, value = item.partition("=")
@@ -121,7 +143,7 @@ def _registry(args: argparse.Namespace) -> Registry:
             raise UsageError(f"--policy {item!r}: expected TOOL=safe or TOOL=never") from None
     enabled = [t.strip() for t in args.tools.split(",") if t.strip()] if args.tools else None
     try:
-        return Registry.build(enabled, policies)
+        return Registry.build(enabled, policies, settings=ToolSettings(bash_env=BashEnv(bash_env)))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -148,8 +170,9 @@ def _agent(args: argparse.Namespace, settings: dict[str, Any]) -> Agent:
         retry_delay_s=args.retry_delay,
         max_retries=args.max_retries,
         resume_budget=args.resume_budget,
+        max_steps=args.max_steps,
     )
-    return Agent(config, _registry(args), provider)
+    return Agent(config, _registry(args, settings["bash_env"]), provider)
 
 
 def _exit_for(outcome: str | None) -> int:
@@ -159,7 +182,11 @@ def _exit_for(outcome: str | None) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    commits, repair = read_commits(args.session / "session.jsonl")
+    log = args.session / "session.jsonl"
+    if not log.exists():
+        # "0 commits" would read as an empty session; a mistyped --session is the likelier cause.
+        raise SessionDamaged(f"no session at {args.session} ({log.name} does not exist)")
+    commits, repair = read_commits(log)
     if args.json:
         for c in commits:
             print(json.dumps({"seq": c.seq, "entries": c.entries}, ensure_ascii=False))
@@ -236,8 +263,16 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"durable-agent: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (SessionLocked, LogCorrupt, RecoveryError) as exc:
+    except (SessionLocked, LogCorrupt, RecoveryError, SessionDamaged) as exc:
         print(f"durable-agent: error: {exc}", file=sys.stderr)
+        return EXIT_SESSION
+    except OSError as exc:
+        # Every file the agent itself opens is the session store's (tools turn their own OS
+        # errors into results; the provider client turns its into provider errors): a directory
+        # where session.jsonl should be, a session path that is a file, an unreadable lock.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"durable-agent: error: session store: {where}{exc.strerror or exc}",
+              file=sys.stderr)
         return EXIT_SESSION
     except probe.ProbeDetached as exc:
         print(f"durable-agent: {exc}", file=sys.stderr)

@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -32,7 +33,7 @@ class SessionLock:
                 "only one process may write a session at a time"
             ) from None
         # Written after the lock is ours, so a reader that fails to lock sees the live holder.
-        info = {"pid": os.getpid(), "argv": sys.argv[:4], "since": round(time.time(), 3)}
+        info = {"pid": os.getpid(), "command": _command_line(), "since": round(time.time(), 3)}
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(info).encode(), 0)
         self._fd = fd
@@ -45,11 +46,21 @@ class SessionLock:
             self._fd = None
 
 
+# The whole command line names the holder (its session, its task); the bound keeps the record
+# inside the one read that describes it, whatever a task's length.
+_COMMAND_MAX = 1000
+
+
+def _command_line() -> str:
+    command = shlex.join(sys.argv)
+    return command if len(command) <= _COMMAND_MAX else command[:_COMMAND_MAX] + "..."
+
+
 def _describe_holder(fd: int) -> str:
     try:
-        raw = os.pread(fd, 4096, 0)
+        raw = os.pread(fd, 8 * _COMMAND_MAX, 0)  # JSON escapes may take 6 bytes a character
         info = json.loads(raw)
-        argv = " ".join(str(a) for a in info.get("argv", []))
-        return f"pid {info['pid']} ({argv})"
+        command = info.get("command") or " ".join(str(a) for a in info.get("argv", []))
+        return f"pid {info['pid']} ({command})"
     except (OSError, ValueError, KeyError, TypeError):
         return "another process (holder unknown)"

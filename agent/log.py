@@ -2,8 +2,9 @@
 
 A line is `{"seq":N,"entries":[...],"crc":"xxxxxxxx"}` where the CRC-32 covers the exact bytes of
 the line up to (not including) `,"crc"`, so checking it needs no re-serialisation. Opening
-repairs a damaged *last* line (a torn write) by truncating it and reports that it did; damage
-anywhere else is refused with the line number, because dropping it would lose acknowledged data.
+repairs a torn last line (an incomplete one, or one with the zero-filled hole a power loss
+leaves) by truncating it and reports that it did; any other damage, a complete last line
+included, is refused with the line number, because dropping it would lose acknowledged data.
 """
 
 from __future__ import annotations
@@ -91,14 +92,29 @@ def scan(data: bytes, path: Path) -> tuple[list[Commit], int, TailRepair | None]
             commits.append(decode_line(raw, len(commits) + 1))
         except ValueError as exc:
             is_last = index == len(complete) - 1 and not fragment
-            if not is_last:
+            if not (is_last and _lost_blocks(raw)):
                 raise LogCorrupt(path, line_no, str(exc)) from None
-            return commits, offset, TailRepair(line_no, len(data) - offset, str(exc))
+            why = f"{exc}: last line holds NUL bytes (blocks of an unsynced write never stored)"
+            return commits, offset, TailRepair(line_no, len(data) - offset, why)
         offset += len(raw) + 1
     if fragment:
         why = "incomplete last line (torn write)"
         return commits, offset, TailRepair(len(complete) + 1, len(fragment), why)
     return commits, offset, None
+
+
+def _lost_blocks(raw: bytes) -> bool:
+    """Whether a complete but invalid line is an unacknowledged write that storage lost part of.
+
+    The agent writes a commit with one append; a kill leaves a prefix of it, which has no
+    newline, so a *complete* bad line is no torn write of ours: it is damage to an acknowledged
+    commit and is refused like damage anywhere else (dropping it would lose that commit, and a
+    finished run would be resumed). One exception is told apart by its bytes: after a power loss
+    a file may keep its new length while a block of the append never reached the disk, and the
+    file system shows that block as zeros. `encode_commit` never writes a NUL byte (JSON escapes
+    control characters), so a NUL inside the line can only be such a hole.
+    """
+    return b"\x00" in raw
 
 
 def read_commits(path: Path) -> tuple[list[Commit], TailRepair | None]:

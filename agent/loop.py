@@ -34,6 +34,10 @@ class AgentConfig:
     retry_delay_s: float = 1.0
     max_retries: int = 3
     resume_budget: int = 3
+    # Model replies per run, counted across the resumed runs of a chain. A provider that keeps
+    # answering with tool calls (even invalid ones) would otherwise loop forever; 100 is far
+    # above what a task of a coding agent needs and low enough to end a runaway in seconds.
+    max_steps: int = 100
     system_prompt: str = SYSTEM_PROMPT
 
 
@@ -180,6 +184,8 @@ class Agent:
             if self._take_inbox(run_id):
                 return Outcome.CANCELLED.value
             self._consume_queued(run_id)
+            if self.state.chain_replies(run_id) >= self.config.max_steps:
+                return self._finish_at_step_limit(run_id)
             try:
                 reply = self._request()
             except ProviderError as exc:
@@ -202,6 +208,15 @@ class Agent:
             self.commit([assistant])
             if self._run_calls(run_id, msg_id, calls):
                 return Outcome.STOPPED.value
+
+    def _finish_at_step_limit(self, run_id: str) -> str:
+        """End a run that reached its step limit, saying so where the user looks (`show`)."""
+        limit = self.config.max_steps
+        text = (f"run {run_id} reached the step limit ({limit} model replies) and was ended "
+                "without a further request")
+        self.commit([R.notice(run_id, text),
+                     R.run_finished(run_id, Outcome.FAILED, f"step limit {limit} reached")])
+        return Outcome.FAILED.value
 
     def _request(self) -> dict[str, Any]:
         if self.provider is None:

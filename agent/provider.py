@@ -9,12 +9,19 @@ from __future__ import annotations
 # http.client encodes the host name with the idna codec on every connect, and the codec module
 # is imported on first use (~4 ms): imported here, it is part of start-up, which a process forked
 # after import (the crash harness's zygote) has already paid.
+import contextlib
 import encodings.idna  # noqa: F401
 import http.client
 import json
+import socket
+import threading
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+# A chat completion is a few kB; even a maximal one is well under a megabyte. Reading more is no
+# longer a reply but a memory hazard (a 200 MB body once cost 841 MB of RSS and one 200 MB commit).
+MAX_RESPONSE_BYTES = 8 << 20
 
 
 class ProviderError(Exception):
@@ -56,18 +63,42 @@ class ProviderClient:
         conn_cls = (
             http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
         )
-        conn = conn_cls(self._host, self._port, timeout=self.config.timeout_s)
+        timeout = self.config.timeout_s
+        conn = conn_cls(self._host, self._port, timeout=timeout)
+        # The socket timeout bounds each read, not the request: a provider that trickles a byte
+        # at a time never trips it. A watchdog shuts the socket at the deadline, which wakes any
+        # blocked read wherever http.client is (status line, headers, body).
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            if conn.sock is not None:
+                with contextlib.suppress(OSError):
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+
+        watchdog = threading.Timer(timeout, expire)
+        watchdog.daemon = True
         try:
+            conn.connect()  # bounded by the socket timeout; the watchdog needs the socket
+            watchdog.start()
             conn.request("POST", self._path, body=payload, headers=headers)
             resp = conn.getresponse()
-            raw = resp.read()
+            raw = _read_capped(resp)
             status = resp.status
         except TimeoutError:
             raise ProviderError("timeout", retryable=True) from None
         except (ConnectionError, http.client.HTTPException, OSError) as exc:
+            if expired.is_set():
+                raise ProviderError(f"timeout: no complete response within {timeout:g}s",
+                                    retryable=True) from None
             raise ProviderError(f"connection: {exc.__class__.__name__}", retryable=True) from None
         finally:
+            watchdog.cancel()
             conn.close()
+        if raw is None:
+            # Not retryable: the same request would get the same oversized answer.
+            raise ProviderError(f"response body larger than {MAX_RESPONSE_BYTES} bytes",
+                                retryable=False, status=status)
         if status == 429 or status >= 500:
             raise ProviderError(f"HTTP {status}", retryable=True, status=status)
         if status != 200:
@@ -85,6 +116,18 @@ class ProviderClient:
         return message
 
 
+def _read_capped(resp: http.client.HTTPResponse) -> bytes | None:
+    """The body, or None when it is larger than MAX_RESPONSE_BYTES (never read whole)."""
+    try:
+        declared = resp.getheader("Content-Length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+            return None
+        raw = resp.read(MAX_RESPONSE_BYTES + 1)
+        return None if len(raw) > MAX_RESPONSE_BYTES else raw
+    finally:
+        resp.close()  # an unread rest keeps the socket open otherwise (Connection: close)
+
+
 def _shape_problem(message: Any) -> str | None:
     """What is wrong with an assistant message's shape, or None (the wire's shape, not its sense)."""
     if not isinstance(message, dict):
@@ -97,9 +140,19 @@ def _shape_problem(message: Any) -> str | None:
         return None
     if not isinstance(calls, list):
         return "tool_calls is not an array"
+    seen: set[str] = set()
     for k, c in enumerate(calls):
         function = c.get("function") if isinstance(c, dict) else None
         if not isinstance(function, dict) or not isinstance(function.get("name"), str) \
                 or not isinstance(function.get("arguments"), str):
             return f"tool_calls[{k}] has no function name and arguments string"
+        # Every call is answered by exactly one tool message naming its id, and recovery pairs
+        # intents and results by id: a missing or repeated id cannot be answered one-to-one, so
+        # no call of such a reply is run (a history holding it is one the real API refuses).
+        call_id = c.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            return f"tool_calls[{k}] has no id"
+        if call_id in seen:
+            return f"tool_calls[{k}] repeats the id {call_id!r} of an earlier call"
+        seen.add(call_id)
     return None

@@ -42,6 +42,7 @@ class SessionState:
     seen_cancels: set[str] = field(default_factory=set)
     last_retry: Entry | None = None  # a retry_pending not yet followed by a message
     started: list[Entry] = field(default_factory=list)  # tool_started records, in order
+    replies: dict[str, int] = field(default_factory=dict)  # run id -> model replies committed
     entry_count: int = 0
 
     def open_runs(self) -> list[RunInfo]:
@@ -54,6 +55,18 @@ class SessionState:
     @property
     def tip(self) -> Entry | None:
         return self.messages[-1] if self.messages else None
+
+    def chain_replies(self, run_id: str) -> int:
+        """Model replies committed in this run and every run it resumed: the step count a
+        limit holds against (a crash loop must not reset it)."""
+        total = 0
+        seen: set[str] = set()
+        run: RunInfo | None = self.runs.get(run_id)
+        while run is not None and run.run_id not in seen:
+            seen.add(run.run_id)
+            total += self.replies.get(run.run_id, 0)
+            run = self.runs.get(run.resumed_from) if run.resumed_from else None
+        return total
 
     def pending_calls(self) -> list[PendingCall]:
         return pending_calls(self.messages, self.started)
@@ -123,6 +136,9 @@ def fold(entries: Iterable[Entry], state: SessionState | None = None) -> Session
         elif kind == EntryType.MESSAGE:
             state.messages.append(e)
             state.last_retry = None
+            if e.get("role") == Role.ASSISTANT:
+                run_id = str(e.get("run_id"))
+                state.replies[run_id] = state.replies.get(run_id, 0) + 1
         elif kind == EntryType.TOOL_STARTED:
             state.started.append(e)
         elif kind == EntryType.INPUT_QUEUED:

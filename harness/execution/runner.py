@@ -22,6 +22,7 @@ from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSp
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout
 from crashmatrix.harness.execution.spawn import Launch, Spawner
+from crashmatrix.harness.execution.workspace_files import snapshot
 from crashmatrix.harness.faults.interface import FaultKind
 from crashmatrix.harness.faults.registry import fault_named
 from crashmatrix.harness.records.case import Case
@@ -68,16 +69,6 @@ class RunnerConfig:
 def case_dir_name(case: Case) -> str:
     digest = hashlib.sha1(case.case_id.encode()).hexdigest()[:12]
     return f"{case.scenario}-{digest}"
-
-
-def snapshot(root: Path) -> dict[str, str]:
-    files: dict[str, str] = {}
-    if not root.exists():
-        return files
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            files[path.relative_to(root).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
-    return files
 
 
 def _request(index: int, raw: Any) -> Request:

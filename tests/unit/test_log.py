@@ -45,16 +45,34 @@ def test_torn_fragment_is_truncated_and_reported(tmp_path: Path) -> None:
     assert [c.seq for c in read_commits(path)[0]] == [1, 2, 3]
 
 
-def test_bad_checksum_on_last_line_is_repaired(tmp_path: Path) -> None:
+def test_a_complete_last_line_with_a_bad_checksum_is_refused_not_dropped(tmp_path: Path) -> None:
+    # A kill leaves a prefix of the one append, which has no newline: a complete bad line is an
+    # acknowledged commit damaged afterwards, and dropping it would resume a finished run.
     path = tmp_path / "session.jsonl"
     _write(path, 2)
     lines = path.read_bytes().split(b"\n")
     lines[1] = lines[1].replace(b"run-2", b"run-X")
     path.write_bytes(b"\n".join(lines))
+    before = path.read_bytes()
+    log = SessionLog(path, fsync=False)
+    with pytest.raises(LogCorrupt, match="line 2: checksum mismatch"):
+        log.open()
+    log.close()
+    assert path.read_bytes() == before  # nothing changed
+
+
+def test_a_last_line_with_a_zero_filled_hole_is_a_torn_write(tmp_path: Path) -> None:
+    # What a power loss leaves of an unsynced append: the new length, one block never stored.
+    path = tmp_path / "session.jsonl"
+    _write(path, 2)
+    lines = path.read_bytes().split(b"\n")
+    lines[1] = lines[1][:10] + b"\x00" * 8 + lines[1][18:]
+    path.write_bytes(b"\n".join(lines))
     log = SessionLog(path, fsync=False)
     log.open()
     assert log.repair is not None
-    assert log.repair.why == "checksum mismatch"
+    assert log.repair.line == 2
+    assert "NUL" in log.repair.why
     assert len(log.commits) == 1
     log.close()
 
@@ -103,3 +121,17 @@ def test_second_lock_names_the_holder(tmp_path: Path) -> None:
     again = SessionLock(tmp_path / "session.lock")
     again.acquire()  # free once released
     again.release()
+
+
+def test_the_holder_is_named_by_its_whole_command_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = ["durable-agent", "--session", "s", "--workspace", "w", "run", "fix the login timeout"]
+    monkeypatch.setattr("sys.argv", argv)
+    first = SessionLock(tmp_path / "session.lock")
+    first.acquire()
+    try:
+        with pytest.raises(SessionLocked) as err:
+            SessionLock(tmp_path / "session.lock").acquire()
+    finally:
+        first.release()
+    assert "run 'fix the login timeout'" in str(err.value)  # not cut to its first four words

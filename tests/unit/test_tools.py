@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
+from crashmatrix.agent import tools
 from crashmatrix.agent.records import Replay
-from crashmatrix.agent.tools import BUILTINS, Registry, invoke
+from crashmatrix.agent.tools import BUILTINS, BashEnv, Registry, ToolSettings, invoke
 
 
 @pytest.fixture
@@ -109,3 +114,95 @@ def test_append_note_appends_exactly_one_line(ws: Path) -> None:
     assert (ws / "a.txt").read_text() == "hello\n"
     assert not invoke(BUILTINS["append_note"], ws, {"path": "a.txt", "line": "three\n"}).is_error
     assert (ws / "a.txt").read_text() == "hello\nthree\n"
+
+
+def _gone(pid: int, within: float = 1.0) -> bool:
+    """Whether `pid` has ended within `within` seconds (a zombie nobody reaped yet counts as ended)."""
+    end = time.monotonic() + within
+    while True:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+
+
+def _kill_leftover(pidfile: Path) -> None:
+    """So that a failing run leaves no sleeper behind."""
+    if pidfile.exists():
+        with contextlib.suppress(ProcessLookupError, ValueError):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
+def test_a_bash_timeout_kills_the_commands_children_too(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: only /bin/sh was killed; the sleep it was waiting for ran on under init.
+    monkeypatch.setattr(tools, "BASH_TIMEOUT_S", 0.5)
+    try:
+        result = invoke(BUILTINS["bash"], ws, {"command": "sh -c 'echo $$ > pid; exec sleep 30'; echo done"})
+        assert result.is_error
+        assert "timed out after 0.5s" in result.content
+        assert _gone(int((ws / "pid").read_text()))
+    finally:
+        _kill_leftover(ws / "pid")
+
+
+def test_bash_returns_when_the_shell_exits_and_kills_what_it_left_running(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: the background sleep held the output pipe open, so a success became a timeout.
+    monkeypatch.setattr(tools, "BASH_TIMEOUT_S", 4.0)
+    try:
+        started = time.monotonic()
+        result = invoke(BUILTINS["bash"], ws, {"command": "sleep 30 & echo $! > pid; echo started"})
+        assert time.monotonic() - started < 2.0  # well before the timeout
+        assert result.content == "exit code 0\nstarted\n"
+        assert not result.is_error
+        assert _gone(int((ws / "pid").read_text()))
+    finally:
+        _kill_leftover(ws / "pid")
+
+
+def test_bash_output_is_capped_per_stream_with_a_marker(ws: Path) -> None:
+    # Before: every byte went into the result (and the session log); 80 MB made one commit.
+    cap, size = tools.BASH_OUTPUT_CAP_BYTES, 3 * 1024 * 1024
+    command = f"head -c {size} /dev/zero | tr '\\0' o; head -c {size} /dev/zero | tr '\\0' e >&2"
+    result = invoke(BUILTINS["bash"], ws, {"command": command})
+    assert len(result.content) < 2 * cap + 300
+    assert result.content.startswith("exit code 0\n" + "o" * cap + "\n[stdout truncated: ")
+    assert f"[stdout truncated: {size - cap} more bytes dropped (cap {cap} bytes)]" in result.content
+    assert "\n[stderr]\n" + "e" * cap + f"\n[stderr truncated: {size - cap} more bytes" in result.content
+
+
+def test_read_of_a_large_file_is_truncated_with_a_marker(ws: Path) -> None:
+    # Before: the whole file was read into memory and into the result.
+    cap = tools.READ_CAP_BYTES
+    chars, kept = cap // 3 + 1000, cap // 3  # "€" is 3 bytes, and the cap cuts one in half
+    (ws / "big.txt").write_text("€" * chars, encoding="utf-8")
+    result = invoke(BUILTINS["read"], ws, {"path": "big.txt"})
+    assert not result.is_error
+    marker = f"\n[big.txt truncated: {(chars - kept) * 3} more bytes dropped (cap {cap} bytes)]\n"
+    assert result.content == "€" * kept + marker
+    assert invoke(BUILTINS["read"], ws, {"path": "a.txt"}).content == "hello\n"
+
+
+@pytest.mark.parametrize(("bash_env", "leaks"), [(BashEnv.INHERIT, True), (BashEnv.CLEAN, False)])
+def test_a_clean_bash_environment_holds_no_secrets(
+    ws: Path, monkeypatch: pytest.MonkeyPatch, bash_env: BashEnv, leaks: bool
+) -> None:
+    # Before: bash always saw the agent's whole environment, and `env` printed the API key.
+    monkeypatch.setenv("OPENAI_API_KEY", "secret-xyz")
+    registry = Registry.build(["bash"], settings=ToolSettings(bash_env=bash_env))
+    result = invoke(registry.tools["bash"], ws, {"command": "env"})
+    assert ("secret-xyz" in result.content) is leaks
+    if not leaks:
+        names = {line.partition("=")[0] for line in result.content.splitlines()[1:] if "=" in line}
+        assert names - {"PWD", "OLDPWD", "SHLVL", "_"} == {"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL"}
+        assert f"HOME={ws.resolve()}" in result.content.splitlines()
+
+
+def test_bash_inherits_the_environment_unless_asked_otherwise() -> None:
+    assert Registry.build(["bash"]).tools["bash"].settings.bash_env is BashEnv.INHERIT
+    assert BUILTINS["bash"].settings == ToolSettings()

@@ -1,0 +1,52 @@
+"""What a case's workspace holds, read without ever leaving it: the files the verdict compares."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+# A workspace file larger than this is shown by its size: the invariants compare small text files
+# (a CHANGELOG), and an agent that writes gigabytes must not take the harness's memory with it.
+MAX_FILE_BYTES = 1 << 20
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Relative path -> content for every entry under `root`, in sorted order.
+
+    Nothing is followed: a symlink is recorded as its target (`symlink -> TARGET`), so a link an
+    agent left to a file outside the workspace is neither read nor printed by `repro`, and a
+    link where a file should be does not pass for that file. FIFOs, sockets and devices are
+    recorded by kind, never opened (reading a FIFO blocks).
+    """
+    files: dict[str, str] = {}
+    if not root.is_dir() or root.is_symlink():
+        return files
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(dirpath)
+        # os.walk lists a symlink to a directory among dirnames and does not descend into it.
+        for name in [*dirnames, *filenames]:
+            path = here / name
+            rel = path.relative_to(root).as_posix()
+            info = path.lstat()
+            if stat.S_ISLNK(info.st_mode):
+                files[rel] = f"symlink -> {os.readlink(path)}"
+            elif stat.S_ISREG(info.st_mode):
+                files[rel] = _read(path, info.st_size)
+            elif not stat.S_ISDIR(info.st_mode):
+                files[rel] = f"<{_kind(info.st_mode)}: not read>"
+    return dict(sorted(files.items()))
+
+
+def _read(path: Path, size: int) -> str:
+    if size > MAX_FILE_BYTES:
+        return f"<{size} bytes: larger than {MAX_FILE_BYTES}, not read>"
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    return "device"
