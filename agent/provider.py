@@ -132,6 +132,10 @@ def _shape_problem(message: Any) -> str | None:
     """What is wrong with an assistant message's shape, or None (the wire's shape, not its sense)."""
     if not isinstance(message, dict):
         return f"the message is {type(message).__name__}, not an object"
+    try:  # JSON can escape a lone surrogate, which no commit (UTF-8) can hold
+        json.dumps(message, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return "the message holds a lone surrogate (not valid Unicode text)"
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         return "content is not a string"

@@ -151,7 +151,15 @@ def _chain(state: SessionState, run_id: str) -> set[str]:
 
 
 def parse_args(args_json: str) -> Any:
+    """The call's arguments, or None when they are not valid JSON text.
+
+    JSON may escape a lone surrogate (`"\\ud800"`), which no UTF-8 file, path or command can
+    hold: such arguments would fail the `tool_started` commit and every recovery after it, so
+    they count as invalid here, before anything is committed or run.
+    """
     try:
-        return json.loads(args_json) if args_json else {}
-    except ValueError:
+        args = json.loads(args_json) if args_json else {}
+        json.dumps(args, ensure_ascii=False).encode()
+    except ValueError:  # UnicodeEncodeError is one
         return None
+    return args

@@ -387,3 +387,7 @@ def invoke(tool: Tool, workspace: Path, args: Any) -> ToolResult:
         return ToolResult(f"ERROR: {exc}", is_error=True)
     except OSError as exc:
         return ToolResult(f"ERROR: {tool.name}: {exc.strerror or exc}", is_error=True)
+    except ValueError as exc:
+        # What the OS refuses as a value (a path it cannot encode) is the call's error too: an
+        # exception escaping here would fail every recovery of a safe call the same way.
+        return ToolResult(f"ERROR: {tool.name}: {exc}", is_error=True)

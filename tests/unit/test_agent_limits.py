@@ -17,6 +17,7 @@ from crashmatrix.agent import provider as provider_mod
 from crashmatrix.agent import records as R
 from crashmatrix.agent.provider import ProviderClient, ProviderConfig, ProviderError
 from crashmatrix.agent.state import fold
+from crashmatrix.agent.tools import BUILTINS, invoke
 from tests.support.agent_env import make_agent, make_paths
 from tests.support.stub_provider import StubProvider, answer, call, tool_calls
 
@@ -161,3 +162,42 @@ def test_a_reply_in_time_is_still_accepted(tmp_path: Path) -> None:
     paths = make_paths(tmp_path)
     with StubProvider(lambda messages: answer("done")) as stub, make_agent(paths, stub.url) as agent:
         assert agent.run_prompt("t") == "completed"
+
+
+def test_arguments_holding_a_lone_surrogate_are_refused_before_any_commit(tmp_path: Path) -> None:
+    # JSON can escape a lone surrogate; no UTF-8 commit, path or command can hold one.
+    def script(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if not any(m["role"] == "tool" for m in messages):
+            return tool_calls({"id": "c1", "type": "function",
+                               "function": {"name": "read", "arguments": '{"path": "\\ud800"}'}})
+        return answer("done")
+
+    paths = make_paths(tmp_path)
+    with StubProvider(script) as stub, make_agent(paths, stub.url) as agent:
+        assert agent.run_prompt("t") == "completed"
+    result = next(e for e in paths.entries() if e.get("tool_call_id") == "c1")
+    assert result["is_error"]
+    assert "not valid JSON" in result["content"]
+    assert not any(e["type"] == "tool_started" for e in paths.entries())
+
+
+def test_a_reply_holding_a_lone_surrogate_is_a_clean_provider_error(tmp_path: Path) -> None:
+    paths = make_paths(tmp_path)
+    with StubProvider(lambda messages: answer("\ud800")) as stub, \
+            make_agent(paths, stub.url) as agent:
+        assert agent.run_prompt("t") == "failed"
+    finished = [e for e in paths.entries() if e["type"] == "run_finished"][-1]
+    assert "lone surrogate" in finished["reason"]
+
+
+@pytest.mark.parametrize(("name", "args"), [
+    ("read", {"path": "\ud800"}),
+    ("write", {"path": "a", "content": "x\ud800"}),
+    ("append_note", {"path": "a", "line": "\ud800"}),
+    ("bash", {"command": "echo \ud800"}),
+])
+def test_a_value_the_os_cannot_take_is_an_error_result(
+        tmp_path: Path, name: str, args: dict[str, Any]) -> None:
+    result = invoke(BUILTINS[name], tmp_path, args)
+    assert result.is_error
+    assert "surrogate" in result.content
