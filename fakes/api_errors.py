@@ -83,3 +83,25 @@ def script_gap(scenario: str) -> ApiError:
     # history. A 400 makes the agent fail the run visibly instead of retrying.
     return _error(400, f"crashmatrix fake provider: no rule of scenario {scenario!r} matches "
                   "this conversation", "crashmatrix_script_gap")
+
+
+# The HTTP layer's refusals. A real service's front end gives these statuses before the API
+# sees the request, in its own (often HTML) body; the fake keeps the API's JSON shape so a
+# client's one error path reads them, with wording of its own.
+def bad_framing(detail: str) -> ApiError:
+    return _error(400, f"crashmatrix fake provider: {detail}", "invalid_request_error")
+
+
+def length_required() -> ApiError:
+    return _error(411, "crashmatrix fake provider: a POST needs a Content-Length header (or "
+                  "Transfer-Encoding: chunked)", "invalid_request_error")
+
+
+def body_too_large(limit: int) -> ApiError:
+    return _error(413, f"crashmatrix fake provider: the request body is larger than {limit} "
+                  "bytes", "invalid_request_error")
+
+
+def request_timeout() -> ApiError:
+    return _error(408, "crashmatrix fake provider: the request body was not received in time",
+                  "invalid_request_error")

@@ -698,6 +698,15 @@ class Scenario(Table, frozen=True, kw_only=True):
                                      "script", i, "reply", "tool_calls", j, "tool")
             rules.append(rule)
         force_setattr(self, "script", tuple(rules))
+        # A rule (or fault) can only react to results of calls that some reply makes.
+        made = {_call_key(call) for rule in rules for call in rule.reply.tool_calls}
+        conditions = [("script", i, "rule", r.when) for i, r in enumerate(rules)] + [
+            ("faults", i, "fault", f.when) for i, f in enumerate(self.faults)]
+        for table, i, owner, when in conditions:
+            dead = _dead_key(when, made, owner)
+            if dead is not None:
+                field, key, message = dead
+                raise FieldError(message, table, i, "when", field, str(key))
         # Just past the agent's own timeout, so the client gives up first.
         hold = min(self.agent.provider_timeout_s + 1.0, MAX_HOLD_S)
         force_setattr(self, "faults", tuple(
@@ -712,6 +721,37 @@ class Scenario(Table, frozen=True, kw_only=True):
                     raise FieldError(f"duplicate id {item.id!r} (input and cancel ids share one "
                                      "namespace)", name, i, "id")
                 seen.add(item.id)
+
+
+def _call_key(call: CallSpec) -> tuple[ToolName, str | None]:
+    """The tool and normalised `path` its result is keyed by, as the fake reads a history."""
+    path = call.args.get("path")
+    return call.tool, str(PurePosixPath(path)) if path else None
+
+
+def _dead_key(cond: Condition, made: set[tuple[ToolName, str | None]], owner: str
+              ) -> tuple[str, ResultKey, str] | None:
+    """The first test of `cond` on a call the script never makes, as (field, key, message).
+
+    Such a key never has a result, so its test is decided in advance: it never holds (a status
+    other than none, contains), which stops the owning rule or fault from ever firing, or it
+    always holds (none, lacks), which is as silent. Either is a typo in a key, refused.
+    """
+    tests: tuple[tuple[str, Mapping[ResultKey, Any]], ...] = (
+        ("results", cond.results), ("last_turn", cond.last_turn), ("contains", cond.contains),
+        ("lacks", cond.lacks))
+    for field, mapping in tests:
+        for key, wanted in mapping.items():
+            if any(tool == key.tool and key.path in (None, path) for tool, path in made):
+                continue
+            call = key.tool.value if key.path is None else f"{key.tool.value} on {key.path!r}"
+            if field == "lacks" or (field != "contains" and ResultStatus.NONE in wanted):
+                outcome = "this test always holds"
+            else:
+                outcome = f"this {owner} can never fire"
+            return field, key, (f"no reply of the script calls {call}, so there is never a "
+                                f"result for {str(key)!r} and {outcome}")
+    return None
 
 
 def item_type(one_or_many: type) -> type:

@@ -320,3 +320,61 @@ def test_the_scenario_vocabularies_mirror_the_agent() -> None:
         agent_tool = BUILTINS[tool.value]
         assert set(TOOL_ARGS[tool]) == set(agent_tool.parameters["required"]), tool
         assert DEFAULT_POLICIES[tool].value == agent_tool.replay.value, tool
+
+
+# -- tests on calls the script never makes --------------------------------------------------
+
+REACTS = """
+task = "t"
+[[script]]
+name = "start"
+when = { turns = 0 }
+reply.tool_calls = [{ tool = "read", args = { path = "./docs/README.md" } }]
+[[script]]
+name = "react"
+when = WHEN
+reply.final = "done"
+"""
+
+
+@pytest.mark.parametrize(("when", "field", "says"), [
+    # A typo in the path: the rule waits for a result that never comes.
+    ('{ results = { "read:docs/REDME.md" = "ok" } }', 'script[1].when.results."read:docs/REDME.md"',
+     "no reply of the script calls read on 'docs/REDME.md', so there is never a result for "
+     "'read:docs/REDME.md' and this rule can never fire"),
+    ('{ last_turn = { bash = ["ok", "error"] } }', "script[1].when.last_turn.bash",
+     "no reply of the script calls bash, so there is never a result for 'bash' and this rule "
+     "can never fire"),
+    ('{ last_turn = { "read:README.md" = "any" } }', 'script[1].when.last_turn."read:README.md"',
+     "this rule can never fire"),
+    ('{ contains = { write = "x" } }', "script[1].when.contains.write", "this rule can never fire"),
+    # Decided the other way: the test always holds, which hides the typo as well.
+    ('{ results = { "read:docs/REDME.md" = ["none", "error"] } }',
+     'script[1].when.results."read:docs/REDME.md"', "this test always holds"),
+    ('{ lacks = { bash = "x" } }', "script[1].when.lacks.bash", "this test always holds"),
+])
+def test_a_rule_on_a_call_the_script_never_makes_is_refused(tmp_path: Path, when: str, field: str,
+                                                            says: str) -> None:
+    err = error_of(tmp_path, REACTS.replace("WHEN", when))
+    assert (err.field, err.line) == (field, 9)
+    assert says in err.message
+    assert str(err).startswith(f"{err.path}:9: field '{field}': no reply of the script calls ")
+
+
+def test_a_fault_on_a_call_the_script_never_makes_is_refused(tmp_path: Path) -> None:
+    text = REACTS.replace("WHEN", "{ min_turns = 1 }") + (
+        '[[faults]]\nkind = "http_500"\nwhen = { last_turn = { edit = "unknown" } }\n')
+    err = error_of(tmp_path, text)
+    assert (err.field, err.line) == ("faults[0].when.last_turn.edit", 13)
+    assert err.message.endswith("and this fault can never fire")
+
+
+@pytest.mark.parametrize("when", [
+    '{ results = { "read:docs/README.md" = "ok" } }',  # the call's path, normalised as the key's
+    '{ last_turn = { "read:./docs//README.md" = ["unknown", "error"] } }',
+    '{ contains = { read = "x" }, lacks = { read = "y" } }',  # any read call
+    '{ results = { "read:docs/README.md" = "none" } }',
+])
+def test_a_rule_on_a_call_the_script_makes_is_accepted(tmp_path: Path, when: str) -> None:
+    scenario = load_file(write(tmp_path, REACTS.replace("WHEN", when)))
+    assert [r.name for r in scenario.script] == ["start", "react"]
