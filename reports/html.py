@@ -9,6 +9,7 @@ from html import escape
 
 from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
+from crashmatrix.harness.records.run_record import Completeness
 from crashmatrix.reports.coverage import branch_coverage
 
 MAX_TIMELINES = 100  # failing cases drawn in full; the grid still shows every case
@@ -37,6 +38,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:13px}
 .events li{background:#eee;border-radius:3px;padding:0 4px;font:12px monospace}
 .events li.crash{background:#c00;color:#fff;font-weight:bold}
 pre{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;padding:.4em}
+#completeness{padding:.3em .6em;font-weight:bold}
+.c-incomplete{background:#f8c8c8}.c-unknown{background:#fbe7a9}
 """
 # No `//` comments: the page is checked for the absence of anything that looks like a URL.
 SCRIPT = """
@@ -210,7 +213,14 @@ def _timeline(r: CaseResult, anchor: str) -> list[str]:
     return out
 
 
-def render(results: Sequence[CaseResult], declared: Sequence[str]) -> str:
+def _completeness(c: Completeness | None) -> list[str]:
+    if c is None or not c.line:
+        return []
+    return [f'<p id="completeness" class="c-{c.state.value}">{_e(c.line)}</p>']
+
+
+def render(results: Sequence[CaseResult], declared: Sequence[str],
+           completeness: Completeness | None = None) -> str:
     """The whole page, in the order given (the caller sorts); no clock, no I/O, no URLs."""
     bad = [r for r in results if not r.ok]
     anchors = {r.case: f"t{i}" for i, r in enumerate(bad[:MAX_TIMELINES], 1)}
@@ -220,7 +230,7 @@ def render(results: Sequence[CaseResult], declared: Sequence[str]) -> str:
     out = ['<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
            "<title>crashmatrix report</title>", f"<style>{CSS}</style></head><body>",
-           "<h1>crashmatrix</h1>", f"<p>{len(results)} case(s): {counts}.</p>",
+           "<h1>crashmatrix</h1>", *_completeness(completeness), f"<p>{len(results)} case(s): {counts}.</p>",
            '<p class="legend">' + "".join(f'<span><span class="badge v-{v.value}">{MARK[v]}</span> '
                                           f"{WORD[v]}</span>" for v in MARK) + "</p>",
            "<h2>Crash-point grids</h2>",

@@ -6,6 +6,7 @@ import re
 from collections.abc import Sequence
 
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
+from crashmatrix.harness.records.run_record import Completeness
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
@@ -102,11 +103,15 @@ def _failures(bad: Sequence[CaseResult], budget: int) -> list[str]:
     return lines
 
 
-def render(results: Sequence[CaseResult], declared: Sequence[str]) -> str:
+def render(results: Sequence[CaseResult], declared: Sequence[str],
+           completeness: Completeness | None = None) -> str:
     """The whole summary; always under MAX_BYTES, whatever the number of failures."""
     total, held, failed, nondet, error = _counts(results)
     verdict = "every case held" if held == total else f"{total - held} of {total} case(s) did not hold"
-    head = ["# crashmatrix", "",
+    # Above the counts: "every case held" of a partial set must not read as a green run.
+    line = completeness.line if completeness is not None else None
+    warning = [f"**{_clip(line)}**", ""] if line else []
+    head = ["# crashmatrix", "", *warning,
             f"**{total}** cases: {held} held, {failed} violated, {nondet} nondeterministic, "
             f"{error} harness errors — {verdict}.", "", *_scenario_table(results), ""]
     na = not_applicable(results)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tabulate import tabulate
 
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
+from crashmatrix.harness.records.run_record import Completeness
 
 
 def summary_table(results: list[CaseResult]) -> str:
@@ -47,7 +48,9 @@ def unjudged(results: list[CaseResult]) -> str:
                       *(f"  {inv}: {why}" for inv, why in items.items())])
 
 
-def render(results: list[CaseResult], out: str | None = None) -> str:
+def render(results: list[CaseResult], out: str | None = None,
+           completeness: Completeness | None = None) -> str:
+    """`completeness`: said last, where a reader of a long run's output looks first."""
     parts = [summary_table(results)]
     if unjudged(results):
         parts.append(unjudged(results))
@@ -56,4 +59,6 @@ def render(results: list[CaseResult], out: str | None = None) -> str:
         parts.append(bad)
     if out:
         parts.append(f"results: {out}")
+    if completeness is not None and completeness.line:
+        parts.append(completeness.line)
     return "\n\n".join(parts)

@@ -120,8 +120,8 @@ def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: s
     except AgentChoiceError as exc:
         fail(str(exc), Exit.USAGE)
         return
-    except KeyboardInterrupt:
-        fail("interrupted", Exit.HARNESS)
+    except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (crashmatrix.harness.cli.main)
+        fail(str(exc) or "interrupted by SIGINT", Exit.HARNESS)
         return
     except Exception as exc:  # the harness failed, not the agent: exit 3, not a traceback's 1
         fail(f"harness error: {exc.__class__.__name__}: {exc}", Exit.HARNESS)

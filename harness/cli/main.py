@@ -14,11 +14,12 @@ import click
 
 from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.cli.bench import bench
-from crashmatrix.harness.cli.exitcodes import fail
+from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.explore import explore
 from crashmatrix.harness.cli.mutants import mutants
 from crashmatrix.harness.cli.run import COMMANDS
 from crashmatrix.harness.cli.schema import schema
+from crashmatrix.harness.execution.matrix import STOP_SIGNALS, Interrupted
 from crashmatrix.harness.plugins import PluginError
 from crashmatrix.scenarios import ScenarioError, resolve
 
@@ -29,10 +30,40 @@ STANDALONE_CASE = "default"
 class _Main(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with _stop_signals_raise():
+                return super().invoke(ctx)
         except PluginError as exc:
             # An installed plugin that cannot load is the user's setup to fix, not a crash.
             fail(f"{exc} (uninstall or fix the distribution that registers it)")
+        except KeyboardInterrupt as exc:
+            # Not click's "Aborted!" and exit 1: an interrupted command is exit 3 (README).
+            fail(str(exc) or "interrupted by SIGINT", Exit.HARNESS)
+
+
+@contextmanager
+def _stop_signals_raise() -> Iterator[None]:
+    """For a whole command, SIGINT and SIGTERM raise Interrupted (a KeyboardInterrupt).
+
+    By default SIGTERM ends the process on the spot: no summary, the scratch tree left behind,
+    agents running on. Raised, it unwinds the command like Ctrl-C: every `with` closes (agents
+    killed, zygote closed, scratch tree removed), and the matrix turns both into a stop at a safe
+    point while it runs. An inherited ignored SIGINT is replaced as well, for the reason
+    matrix._stop_signals_at_safe_points gives. Only the main thread can set handlers.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            # None: a handler installed from outside Python, which cannot be put back.
+            signal.signal(s, signal.SIG_DFL if h is None else h)
 
 
 @click.group(cls=_Main)

@@ -56,8 +56,8 @@ def mutants(names: tuple[str, ...], as_json: bool, jobs: int, spawn: str, timeou
     try:
         hunts = hunt_all(chosen, jobs=jobs, spawn=SpawnMode(spawn), timeout_s=timeout,
                          on_hunt=_progress)
-    except KeyboardInterrupt:
-        click.echo("crashmatrix: interrupted", err=True)
+    except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (crashmatrix.harness.cli.main)
+        click.echo(f"crashmatrix: {exc or 'interrupted by SIGINT'}", err=True)
         sys.exit(int(Exit.HARNESS))
     if as_json:
         click.echo(json.dumps([h.to_json() for h in hunts], ensure_ascii=False))

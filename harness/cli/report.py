@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -13,10 +14,16 @@ import click
 from crashmatrix.harness.adapters.registry import AgentChoiceError, resolve_agent
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.records.results import CaseResult, ResultsError, load, resolve_results_path
+from crashmatrix.harness.records.run_record import (
+    Completeness,
+    Completion,
+    RunRecord,
+    judge,
+    read_run,
+    run_file_for,
+)
 from crashmatrix.reports.coverage import unreached
 from crashmatrix.reports.write import write_reports
-
-RUN_FILE = "run.json"  # written by `run` beside results.jsonl: agent, declared branches, depth
 
 
 def coverage_failures(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
@@ -85,18 +92,11 @@ def load_results(path: Path) -> list[CaseResult]:
     return results
 
 
-def declared_branches(results_path: Path, results: Sequence[CaseResult]) -> list[str]:
+def declared_branches(results_path: Path, results: Sequence[CaseResult],
+                      record: RunRecord | None) -> list[str]:
     """From run.json beside the results when present, else from the adapter of the agent tested."""
-    run_file = results_path.parent / RUN_FILE
-    if run_file.exists():
-        try:
-            data = json.loads(run_file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise ResultsError(f"{run_file}: not a run description ({exc})") from None
-        declared = data.get("declared_branches") if isinstance(data, dict) else None
-        if not _is_str_list(declared):
-            raise ResultsError(f"{run_file}: declared_branches must be a list of strings")
-        return list(declared)
+    if record is not None:
+        return list(record.declared_branches)
     agents = {r.agent for r in results}
     if len(agents) != 1:
         raise ResultsError(f"{results_path}: results of {len(agents)} agents ({', '.join(sorted(agents))}) "
@@ -120,15 +120,39 @@ def report(source: str, out: str | None, require_coverage: bool) -> None:
     path = resolve_results_path(Path(source))
     try:
         results = load_results(path)
-        declared = declared_branches(path, results)
+        record = read_run(run_file_for(path))
+        declared = declared_branches(path, results, record)
     except ResultsError as exc:
         fail(str(exc), Exit.USAGE)
         return
+    completeness = judge(record, results)
     out_dir = Path(out) if out else path.parent
     written = write_reports(results, out_dir, declared,
-                            step_summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None)
+                            step_summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+                            completeness=completeness)
     for p in written:
         click.echo(f"wrote {p}")
     missing = coverage_failures(results, declared)
     if require_coverage and missing:
-        fail(coverage_message(missing), Exit.VIOLATIONS)
+        click.echo(f"crashmatrix: error: {coverage_message(missing)}", err=True)
+    say_completeness(completeness, resumable=record is not None and record.shards is None,
+                     out_dir=path.parent)
+    if completeness.state is Completion.INCOMPLETE:
+        # Before the coverage verdict: branches a partial set never reached prove nothing.
+        sys.exit(int(Exit.HARNESS))
+    if require_coverage and missing:
+        sys.exit(int(Exit.VIOLATIONS))
+
+
+def say_completeness(completeness: Completeness, resumable: bool = False,
+                     out_dir: Path | None = None) -> None:
+    """On stderr: INCOMPLETE (with how to continue, for a run of one machine) or unknown."""
+    line = completeness.line
+    if line is None:
+        return
+    if completeness.state is Completion.UNKNOWN:
+        click.echo(f"crashmatrix: note: {line}", err=True)
+        return
+    hint = (f"; continue it with `crashmatrix run --resume --out {out_dir}` and the same options"
+            if resumable and out_dir is not None else "")
+    click.echo(f"crashmatrix: error: {line}{hint}", err=True)

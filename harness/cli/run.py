@@ -8,8 +8,10 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +26,11 @@ from crashmatrix.harness.adapters.requirements import unmet
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
-    RUN_FILE,
     coverage_failures,
     coverage_message,
     load_results,
     report,
+    say_completeness,
 )
 from crashmatrix.harness.enumeration import parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
@@ -48,7 +50,23 @@ from crashmatrix.harness.records.results import (
     ResultsWriter,
     Verdict,
     merge,
+    resolve_results_path,
     summary,
+    write_results,
+)
+from crashmatrix.harness.records.run_record import (
+    FORMAT,
+    RUN_FILE,
+    Completion,
+    RunEnd,
+    RunFileError,
+    RunOptions,
+    RunRecord,
+    Shards,
+    judge,
+    read_run,
+    run_file_for,
+    write_run,
 )
 from crashmatrix.reports.terminal import render as render_summary
 from crashmatrix.reports.timeline import render as render_timeline
@@ -151,6 +169,69 @@ def with_common(fn: Any) -> Any:
     return fn
 
 
+@dataclass
+class _Tally:
+    """What run.json says at the end: cases enumerated, results per scenario, lines written."""
+
+    known: int = 0
+    per_scenario: Counter[str] = field(default_factory=Counter)
+    written: int = 0
+
+    def count(self, result: CaseResult, known: int) -> None:
+        self.known = known
+        self.per_scenario[result.scenario] += 1
+
+
+class _Resumed(Matrix):
+    """A matrix in which a case with a saved result is not run again: the saved result stands in,
+    and the matrix enumerates the cases after it from its trace exactly as from a fresh one (the
+    enumeration stays the matrix's own; this only chooses what answers each case)."""
+
+    def __init__(self, config: MatrixConfig, saved: Mapping[str, CaseResult]) -> None:
+        super().__init__(config)
+        self.saved = saved
+
+    def run_case(self, case: Case) -> CaseResult:
+        saved = self.saved.get(case.case_id)
+        return saved if saved is not None else super().run_case(case)
+
+
+def _shown(value: object) -> str:
+    return json.dumps(list(value) if isinstance(value, tuple) else value)
+
+
+def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[str, CaseResult]]:
+    """For --resume: the run.json of the run to continue and its results by case id; refused
+    (exit 2, nothing touched) unless this command would run the same matrix."""
+    path = out_dir / RUN_FILE
+    try:
+        previous = read_run(path)
+    except RunFileError as exc:
+        fail(f"--resume: {exc}")
+    if previous is None:
+        fail(f"--resume: {path} does not exist, so there is no run to continue in {out_dir}; "
+             "run without --resume to start one")
+    unrecorded = previous.options.unrecorded()
+    if previous.format < FORMAT or unrecorded:
+        fail(f"--resume: {path} does not record {', '.join(unrecorded) or 'its completeness'} (written by "
+             "an older crashmatrix), so it cannot be checked to be the same matrix; run without --resume")
+    differ = previous.options.differences(options)
+    if differ:
+        fail(f"--resume: this is not the run in {path}: "
+             + "; ".join(f"{name} is {_shown(old)} there and {_shown(new)} here" for name, old, new in differ)
+             + "; resume with the options it was started with, or start anew without --resume")
+    results_path = out_dir / RESULTS_FILE
+    if not results_path.exists() or results_path.stat().st_size == 0:
+        return previous, {}  # interrupted before its first result
+    try:
+        saved = load_results(results_path)
+    except ResultsError as exc:
+        fail(f"--resume: {exc}")
+    # Held in memory, unlike fresh results: the matrix enumerates the cases after each saved one
+    # from its trace.
+    return previous, {r.case: r for r in saved}
+
+
 @click.command("run")
 @with_common
 @click.option("--depth", default=1, show_default=True, type=click.IntRange(1, 3),
@@ -167,9 +248,12 @@ def with_common(fn: Any) -> Any:
                    "(coverage.py); HTML in OUT/coverage.")
 @click.option("--overwrite", is_flag=True,
               help="Replace result files in OUT even when no crashmatrix run wrote them there.")
+@click.option("--resume", is_flag=True,
+              help="Continue the unfinished run in OUT (give the same options): cases that have a "
+                   "result are not run again; the others are added to its results.")
 def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
         spawn: str, depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool,
-        require_coverage: bool, line_coverage: bool, overwrite: bool) -> None:
+        require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
         shard_spec = parse_shard(shard) if shard else None
@@ -182,40 +266,59 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             click.echo(f"crashmatrix: {s.name}: schedules capped at depth {s.matrix.max_depth} by "
                        f"its [matrix] max_depth ({s.source})", err=True)
     out_dir = Path(out)
-    _claim_out(out_dir, overwrite)
+    options = RunOptions(agent=agent, depth=depth, fsync=fsync == "on", timeout=timeout, spawn=spawn,
+                         scenarios=tuple(s.name for s in scenarios),
+                         shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None)
+    if resume:
+        previous, saved = _saved_results(out_dir, options)
+    else:
+        _claim_out(out_dir, overwrite)
+        previous, saved = None, {}
     adapter = _adapter(agent)
     _require(adapter, scenarios)
     if line_coverage and adapter.python is None:
         # Refused before anything in --out is touched: earlier results stay as they were.
         fail(f"--line-coverage measures a Python agent; agent {adapter.name!r} has no Python entry point")
     declared = list(adapter.declared_branches())
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / RUN_FILE).write_text(json.dumps({
-        "agent": agent, "declared_branches": declared, "depth": depth, "fsync": fsync == "on",
-        "spawn": spawn, "scenarios": [s.name for s in scenarios], "shard": shard,
-    }, indent=2) + "\n", encoding="utf-8")
-    writer = ResultsWriter(out_dir / RESULTS_FILE)
+    # Written first, marked incomplete: a run that never gets to say it finished stays incomplete.
+    started = RunRecord(declared_branches=tuple(declared), options=options,
+                        known=previous.known if previous else None, done=len(saved), complete=False)
+    write_run(out_dir / RUN_FILE, started)
+    writer = ResultsWriter(out_dir / RESULTS_FILE, append=resume)
     progress = Progress()
+    tally = _Tally()
 
     def on_result(result: CaseResult, known: int) -> None:
-        # Written, not kept: a long matrix holds no results in memory while it runs.
-        writer.write(result)
+        # Written, not kept: a long matrix holds no results in memory while it runs. A saved
+        # result (--resume) is in the file already.
+        if result is not saved.get(result.case):
+            writer.write(result)
+            tally.written += 1
+        tally.count(result, known)
         progress.update(result.ok, known)
 
     interrupted = False
     coverage_dir = out_dir / "coverage-data" if line_coverage else None
     if coverage_dir is not None:
-        shutil.rmtree(coverage_dir, ignore_errors=True)
-        coverage_dir.mkdir(parents=True)
+        if not resume:  # a resumed run adds to what the cases it does not re-run measured
+            shutil.rmtree(coverage_dir, ignore_errors=True)
+        coverage_dir.mkdir(parents=True, exist_ok=True)
     with _runner_config(agent, timeout, fsync == "on", keep, spawn,
                         work=(out_dir / "cases") if keep else None,
                         coverage_dir=coverage_dir, resolved=adapter) as runner_config:
-        matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
-                                     jobs=jobs, shard=shard_spec, scenario_dirs=list(dirs)))
+        config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
+                              jobs=jobs, shard=shard_spec, scenario_dirs=list(dirs))
+        matrix = _Resumed(config, saved) if saved else Matrix(config)
         try:
             matrix.run(on_result)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as exc:
             interrupted = True
+            # Which signal it was (Interrupted names SIGINT or SIGTERM), on a line of its own:
+            # the progress line is ended first, and only once.
+            progress.close()
+            progress.enabled = False
+            click.echo(f"crashmatrix: {exc or 'interrupted by SIGINT'}: every agent killed; "
+                       "writing what finished", err=True)
         finally:
             progress.close()
             writer.close()
@@ -223,16 +326,25 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     if lines is not None:
         click.echo(f"line+branch coverage of the agent in recovery incarnations: {lines.percent}% "
                    f"({lines.data_files} recoveries; HTML: {lines.html_dir}/index.html)", err=True)
-    results = load_results(out_dir / RESULTS_FILE) if progress.done else []
+    # Enumeration is known only once the matrix ran to its end; until then `known` is a floor.
+    ended = replace(started, expected=None if interrupted else dict(tally.per_scenario),
+                    known=tally.known or started.known, done=len(saved) + tally.written,
+                    complete=not interrupted, ended=RunEnd.INTERRUPTED if interrupted else RunEnd.FINISHED)
+    write_run(out_dir / RUN_FILE, ended)
+    results = load_results(out_dir / RESULTS_FILE) if progress.done or saved else []
+    completeness = judge(ended, results)
     if results:
-        write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None)
+        write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None,
+                      completeness=completeness)
     if as_json:
         click.echo(json.dumps(summary(results, str(out_dir)), ensure_ascii=False))
+        say_completeness(completeness)
     else:
-        click.echo(render_summary(results, str(out_dir / RESULTS_FILE)))
+        click.echo(render_summary(results, str(out_dir / RESULTS_FILE), completeness))
     if interrupted:
         click.echo(f"crashmatrix: interrupted: {len(results)} finished cases kept in "
-                   f"{out_dir / RESULTS_FILE}", err=True)
+                   f"{out_dir / RESULTS_FILE}; to run the rest, repeat the command with --resume", err=True)
+    if interrupted or completeness.state is Completion.INCOMPLETE:
         sys.exit(int(Exit.HARNESS))
     if any(r.verdict is Verdict.ERROR for r in results):
         sys.exit(int(Exit.HARNESS))
@@ -355,6 +467,105 @@ def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool)
     sys.exit(int(Exit.HELD if result.ok else Exit.VIOLATIONS))
 
 
+@dataclass(frozen=True)
+class _Input:
+    """One input of `merge`: its results file and results, and the run.json beside it (if any)."""
+
+    path: Path
+    results: list[CaseResult]
+    record: RunRecord | None
+    split: tuple[int, int]  # (K, N) by its run.json; the whole matrix is 1/1
+
+    @property
+    def shard(self) -> str:
+        k, n = self.split
+        return "the whole matrix" if n == 1 else f"shard {k}/{n}"
+
+
+def _merge_inputs(inputs: tuple[str, ...]) -> list[_Input]:
+    """Read every input; refused (exit 2) when one is given twice or is damaged."""
+    seen: dict[Path, Path] = {}
+    described: dict[Path, Path] = {}
+    out: list[_Input] = []
+    for given in inputs:
+        path = resolve_results_path(Path(given))
+        twin = seen.get(path.resolve())
+        if twin is not None:
+            fail(f"{path} is given twice; give each shard once" if twin == path else
+                 f"{twin} and {path} are the same results file; give each shard once")
+        seen[path.resolve()] = path
+        run_file = run_file_for(path)
+        try:
+            results = load_results(path)
+            record = read_run(run_file)
+        except ResultsError as exc:
+            fail(str(exc))
+        split = (1, 1)
+        if record is not None:
+            if run_file.resolve() in described:
+                fail(f"{described[run_file.resolve()]} and {path} share one run.json ({run_file}), which "
+                     "cannot describe both; keep each shard's results in a directory of its own")
+            described[run_file.resolve()] = path
+            try:
+                split = parse_shard(record.options.shard) if record.options.shard else (1, 1)
+            except ValueError:
+                fail(f"{run_file}: shard must be K/N, e.g. 1/3 (found {record.options.shard!r})")
+        out.append(_Input(path, results, record, split))
+    return out
+
+
+def _check_one_matrix(inputs: list[_Input]) -> None:
+    """Refuse (exit 2) inputs that are not distinct shards of one matrix, by their run.json."""
+    for i in inputs:
+        if i.record is None:
+            click.echo(f"crashmatrix: note: no run.json beside {i.path}: its agent, options, shard and "
+                       "completeness cannot be checked", err=True)
+    described = [i for i in inputs if i.record is not None]
+    if not described:
+        return
+    first = described[0]
+    assert first.record is not None
+    by_split: dict[tuple[int, int], _Input] = {first.split: first}
+    for other in described[1:]:
+        assert other.record is not None
+        differ = first.record.options.differences(other.record.options, ignore=("shard",))
+        if differ:
+            fail(f"{first.path} and {other.path} are not shards of one matrix: "
+                 + "; ".join(f"{name} is {_shown(a)} in {first.path} and {_shown(b)} in {other.path}"
+                             for name, a, b in differ))
+        if other.split[1] != first.split[1]:
+            fail(f"{first.path} and {other.path} are not shards of one split: {first.shard} and "
+                 f"{other.shard}")
+        twin = by_split.get(other.split)
+        if twin is not None:
+            fail(f"{twin.path} and {other.path} are the same shard ({other.shard}, by their run.json); "
+                 "give each shard once")
+        by_split[other.split] = other
+
+
+def _merged_record(inputs: list[_Input], merged: list[CaseResult]) -> RunRecord | None:
+    """run.json of the merged results: complete only when all N shards are there and complete."""
+    described = [(i, i.record) for i in inputs if i.record is not None]
+    if not described:
+        return None
+    verdicts = {i.split[0]: judge(record, i.results) for i, record in described}
+    incomplete = tuple(k for k, c in sorted(verdicts.items()) if c.state is Completion.INCOMPLETE)
+    unknown = sum(1 for c in verdicts.values() if c.state is Completion.UNKNOWN)
+    shards = Shards(of=described[0][0].split[1], present=tuple(sorted(verdicts)), incomplete=incomplete,
+                    unchecked=len(inputs) - len(described) + unknown)
+    complete = False if shards.missing or shards.incomplete else (None if shards.unchecked else True)
+    expected: Counter[str] | None = None
+    if complete:
+        expected = Counter()
+        for _, record in described:
+            expected.update(record.expected or {})
+    first = described[0][1]
+    return RunRecord(declared_branches=first.declared_branches, options=replace(first.options, shard=None),
+                     expected=None if expected is None else dict(expected),
+                     known=sum(max(record.known or 0, len(i.results)) for i, record in described),
+                     done=len(merged), complete=complete, shards=shards)
+
+
 @click.command("merge")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
@@ -362,32 +573,43 @@ def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool)
 @click.option("--overwrite", is_flag=True,
               help="Replace result files in OUT even when no crashmatrix run wrote them there.")
 def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) -> None:
-    """Combine the results of several shards into one results.jsonl."""
-    _claim_out(Path(out), overwrite)
+    """Combine the results of the shards of one matrix into one results.jsonl and run.json."""
+    out_dir = Path(out)
+    _claim_out(out_dir, overwrite)
+    shards = _merge_inputs(inputs)
+    _check_one_matrix(shards)
     try:
-        merged = merge(load_results(Path(p)) for p in inputs)
+        merged = merge((i.results for i in shards), names=[str(i.path) for i in shards])
     except ResultsError as exc:
         fail(str(exc))
-        return
     agents = sorted({r.agent for r in merged})
     if len(agents) > 1:
         fail(f"the shards tested different agents ({', '.join(agents)}); merge results of one agent")
-    out_dir = Path(out)
-    # The first shard's run description travels with the merge, so `report` needs no telling.
-    runs = [Path(p) / RUN_FILE if Path(p).is_dir() else Path(p).parent / RUN_FILE for p in inputs]
-    first_run = next((r for r in runs if r.exists()), None)
-    if first_run is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        if first_run.resolve() != (out_dir / RUN_FILE).resolve():
-            shutil.copyfile(first_run, out_dir / RUN_FILE)
-    writer = ResultsWriter(out_dir / RESULTS_FILE)
-    for r in merged:
-        writer.write(r)
-    writer.close()
+    record = _merged_record(shards, merged)
+    # Everything is checked and read before anything is written: an input may be --out itself.
+    write_results(out_dir / RESULTS_FILE, merged)
+    if record is not None:
+        write_run(out_dir / RUN_FILE, record)
+    else:
+        # A description left by an earlier run would misdescribe these results (claimed ours above).
+        (out_dir / RUN_FILE).unlink(missing_ok=True)
+    completeness = judge(record, merged)
+    if record is not None and record.shards is not None and record.shards.of > 1:
+        s = record.shards
+        click.echo(f"crashmatrix: {len(s.present)} of {s.of} shards present"
+                   + (f"; missing: {', '.join(f'{k}/{s.of}' for k in s.missing)}" if s.missing else ""),
+                   err=True)
+    for i in shards:
+        c = judge(i.record, i.results) if i.record is not None else None
+        if c is not None and c.state is Completion.INCOMPLETE:
+            click.echo(f"crashmatrix: {i.shard} ({i.path}) is incomplete: {c.line}", err=True)
     if as_json:
         click.echo(json.dumps(summary(merged, str(out_dir)), ensure_ascii=False))
+        say_completeness(completeness)
     else:
-        click.echo(render_summary(merged, str(out_dir / RESULTS_FILE)))
+        click.echo(render_summary(merged, str(out_dir / RESULTS_FILE), completeness))
+    if completeness.state is Completion.INCOMPLETE:
+        sys.exit(int(Exit.HARNESS))
     sys.exit(int(Exit.HELD if all(r.ok for r in merged) else Exit.VIOLATIONS))
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import subprocess
 import sys
 
-from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, probe_env
+from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, die_with_parent, probe_env
 
 
 class FreshSpawner:
@@ -31,6 +33,11 @@ class FreshSpawner:
                 stderr=subprocess.STDOUT if out else subprocess.DEVNULL,
                 pass_fds=probe_fds,
                 start_new_session=True,
+                # Between fork and exec, so even an agent not written in Python dies with the
+                # harness. Safe with the harness's threads: it makes one foreign call looked up
+                # before the fork, then getppid() and kill(), and takes no lock another thread
+                # could hold at the fork (Popen has no other way to ask before the exec).
+                preexec_fn=functools.partial(die_with_parent, os.getpid()),  # noqa: PLW1509
             )
         finally:
             if out is not None:

@@ -31,9 +31,14 @@ _live_lock = threading.Lock()
 
 
 def kill_all() -> int:
-    """Kill every incarnation still running in this process (on SIGINT). Returns how many."""
+    """Kill every incarnation still running in this process (on SIGINT or SIGTERM), with its
+    process group and descendants. Returns how many it killed.
+
+    One already reaped is left alone: its pid, and so its group id, may belong to a stranger by
+    now (a stopping matrix calls this repeatedly, until each case has returned).
+    """
     with _live_lock:
-        live = list(_live)
+        live = [inc for inc in _live if inc.proc.poll() is None]
     for inc in live:
         with contextlib.suppress(OSError):
             inc.kill()

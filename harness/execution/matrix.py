@@ -2,7 +2,7 @@
 
 Cases run on a thread pool: each case mostly waits on its agent's pipe, so threads suffice and
 the fake provider, results file and progress stay in one process. Results are written as they
-finish, so an interrupted matrix keeps what it finished.
+finish, so an interrupted matrix (SIGINT or SIGTERM) keeps what it finished.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import FrameType
 
 from crashmatrix.harness.enumeration import crash_loop_extension, extensions, in_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
@@ -25,6 +26,21 @@ from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios.model import Scenario
 
 OnResult = Callable[[CaseResult, int], None]  # a finished case, and the cases known so far
+
+# The signals that stop a run cleanly: Ctrl-C, and what CI cancel, `timeout` and container stop send.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal reached the harness; its text names it: "interrupted by SIGTERM".
+
+    A KeyboardInterrupt, so whatever stops on Ctrl-C stops on SIGTERM the same way.
+    """
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
 
 
 @dataclass
@@ -63,13 +79,13 @@ class Matrix:
     def run(self, on_result: OnResult) -> int:
         """Run the matrix, handing each result to `on_result` (which keeps or writes it; the
         matrix keeps none, so memory stays flat however many cases run). Returns the number of
-        cases run. On KeyboardInterrupt: kill every agent, and re-raise."""
+        cases run. On SIGINT or SIGTERM: kill every agent, and raise Interrupted."""
         cfg = self.config
         finished = 0
         known = 0
         position = {s.name: i for i, s in enumerate(cfg.scenarios)}
         keep_recordings = cfg.shard is None or cfg.shard[0] == 1
-        with _sigint_at_safe_points() as interrupted, \
+        with _stop_signals_at_safe_points() as interrupted, \
                 ThreadPoolExecutor(max_workers=max(1, cfg.jobs), thread_name_prefix="case") as pool:
             pending: dict[Future[CaseResult], Case] = {}
 
@@ -84,7 +100,7 @@ class Matrix:
                 while pending:
                     done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
                     if interrupted.is_set():
-                        raise KeyboardInterrupt
+                        raise Interrupted(interrupted.signum)
                     for future in done:
                         case = pending.pop(future)
                         try:
@@ -114,34 +130,64 @@ class Matrix:
                         finished += 1
                         on_result(result, known)
             except KeyboardInterrupt:
-                self.stop.set()
-                for future in pending:
-                    future.cancel()
-                kill_all()
+                self._abort(pending)
                 raise
         return finished
 
+    def _abort(self, pending: dict[Future[CaseResult], Case]) -> None:
+        """Stop every case and kill every agent, a hung one (and its tool) included.
+
+        Killing is repeated until each case has returned: one that started an incarnation just
+        after a kill would otherwise keep it (and the pool's shutdown would wait for it) until
+        the case's deadline. The runner starts no incarnation once `stop` is set.
+        """
+        self.stop.set()
+        for future in pending:
+            future.cancel()
+        while True:
+            kill_all()
+            _, running = wait(pending, timeout=0.1)
+            if not running:
+                return
+
+
+class _StopRequest(threading.Event):
+    """Set by the first stop signal; `signum` says which."""
+
+    signum: int = signal.SIGINT
+
 
 @contextmanager
-def _sigint_at_safe_points() -> Iterator[threading.Event]:
-    """Turn SIGINT into an event the matrix checks between waits, while it runs.
+def _stop_signals_at_safe_points() -> Iterator[_StopRequest]:
+    """Turn SIGINT and SIGTERM into an event the matrix checks between waits, while it runs.
 
     A KeyboardInterrupt raised asynchronously can land inside concurrent.futures while the main
     thread holds a future's lock (seen: `wait` interrupted mid-`with`): the worker that then runs
     that future blocks on the lock forever, and the pool's shutdown joins it: a hung harness.
-    Raised by the matrix itself, between waits, it is always safe. Only the main thread can set
-    a handler; elsewhere (e.g. a test's thread) nothing changes.
+    Raised by the matrix itself, between waits, it is always safe. SIGTERM (CI cancel, `timeout`,
+    container stop) is handled the same way: by default it ends the process on the spot, with
+    no summary, the scratch tree left behind and hung agents running on.
+
+    An ignored SIGINT is replaced too. A shell ignores it for a job started with `cmd &` so that
+    Ctrl-C at the terminal leaves the job alone, but then `kill -INT PID`, the way to stop such a
+    run on purpose, does nothing at all; a long run that stops cleanly on an explicit signal is
+    worth more than one that survives a stray Ctrl-C (which ends the script that waits on it).
+    Only the main thread can set a handler; elsewhere (e.g. a test's thread) nothing changes.
     """
-    interrupted = threading.Event()
+    request = _StopRequest()
     if threading.current_thread() is not threading.main_thread():
-        yield interrupted
+        yield request
         return
-    previous = signal.getsignal(signal.SIGINT)
-    if previous is signal.SIG_IGN:  # an ignored SIGINT (a background job) stays ignored
-        yield interrupted
-        return
-    signal.signal(signal.SIGINT, lambda signum, frame: interrupted.set())
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if not request.is_set():
+            request.signum = signum
+            request.set()
+
+    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
     try:
-        yield interrupted
+        yield request
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, h in previous.items():
+            # None: a handler installed from outside Python, which cannot be put back.
+            signal.signal(s, signal.SIG_DFL if h is None else h)

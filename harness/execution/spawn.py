@@ -1,12 +1,17 @@
 """What starting an incarnation means: the launch, the process handle and the spawner contract.
 
 Both give a real process in its own session (so its own process group), with its own
-environment, working directory, output file and probe channel, which the harness can SIGKILL.
+environment, working directory, output file and probe channel, which the harness can SIGKILL,
+and which the kernel SIGKILLs when its parent dies (`die_with_parent`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import signal
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -55,3 +60,37 @@ def probe_env(read_fd: int, write_fd: int) -> dict[str, str]:
 
 def null_fd() -> int:
     return os.open(os.devnull, os.O_RDWR)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _prctl() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+# Looked up once, in the parent: a forked child then makes one foreign call, loading nothing.
+_PRCTL = _prctl()
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child just forked by process `parent`: have the kernel SIGKILL it when the parent dies.
+
+    A SIGKILLed harness runs no handler, so this is what keeps its agents from running on (a
+    hung one for as long as its tool hangs). It reaches one level, so each level asks for it: the
+    zygote dies with the harness, an incarnation with the zygote, a fresh incarnation with the
+    harness. The kernel sends it when the *thread* that forked the child ends, not only the
+    process: the zygote is started by the command's main thread, a fresh incarnation by the
+    thread running its case, which reaps it before the case ends. The agent's own children do not
+    inherit it (a tool's processes are the agent's to end). If the parent died before the request
+    was made, the child is an orphan already and ends itself.
+    """
+    if _PRCTL is not None:
+        _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -45,6 +46,12 @@ class ForkedProcess:
 
 
 class Zygote:
+    """The zygote process and the channel to it.
+
+    Start it from a thread that lives as long as it is used (a command's main thread): the
+    zygote dies when the thread that started it ends (the kernel's parent-death signal).
+    """
+
     mode = SpawnMode.FORK
 
     def __init__(self, preload: list[str]) -> None:
@@ -52,7 +59,7 @@ class Zygote:
         self._sock = ours
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "crashmatrix.harness.execution.zygote_server", str(theirs.fileno()),
-             *preload],
+             str(os.getpid()), *preload],
             pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
         )
         theirs.close()
@@ -79,6 +86,11 @@ class Zygote:
                 with self._lock:
                     self._closed = True
                     self._reply_ready.notify_all()
+                    # The zygote is gone, so the kernel killed its children (their parent-death
+                    # signal): no exit report will come, and no wait may last until a deadline.
+                    for killed in self._children.values():
+                        killed._exited(-signal.SIGKILL)
+                    self._children.clear()
                 return
             data = json.loads(msg)
             with self._lock:

@@ -1,10 +1,10 @@
 """The zygote process: imports the agent once, then forks one child per incarnation.
 
-Started as `python -m crashmatrix.harness.execution.zygote_server FD MODULE...` with FD one end
-of a SOCK_SEQPACKET socketpair. It is single-threaded and forks before any thread could exist,
-so each child is a clean copy. Requests arrive with the child's probe pipe and output file as
-passed descriptors; the reply names the child's pid; the zygote reaps every child and reports its
-exit code.
+Started as `python -m crashmatrix.harness.execution.zygote_server FD HARNESS_PID MODULE...` with
+FD one end of a SOCK_SEQPACKET socketpair. It is single-threaded and forks before any thread could
+exist, so each child is a clean copy. Requests arrive with the child's probe pipe and output file
+as passed descriptors; the reply names the child's pid; the zygote reaps every child and reports
+its exit code. It dies with the harness, and its children die with it (`die_with_parent`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,16 @@ import sys
 import traceback
 from typing import Any
 
+from crashmatrix.harness.execution.spawn import die_with_parent
+
 MAX_MESSAGE = 1 << 20
 
 
-def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int]) -> None:
+def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int], zygote: int) -> None:
     """Runs in the forked child; never returns."""
     code = 70
     try:
+        die_with_parent(zygote)
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_DFL if sig != signal.SIGPIPE else signal.SIG_IGN)
@@ -74,9 +77,12 @@ def serve(sock: socket.socket) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-    # SIGINT at the terminal reaches the whole foreground group; the harness decides what
-    # happens to its children, and the zygote ends when the harness closes the socket.
+    # SIGINT at the terminal, and a SIGTERM sent to the whole group, reach the zygote too; the
+    # harness decides what happens to its children, and the zygote ends when the harness closes
+    # the socket (or dies: then the kernel kills it).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    me = os.getpid()
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
@@ -89,7 +95,7 @@ def serve(sock: socket.socket) -> None:
                 request = json.loads(msg)
                 pid = os.fork()
                 if pid == 0:
-                    _child(request, fds, [sock.fileno(), wake_r, wake_w])
+                    _child(request, fds, [sock.fileno(), wake_r, wake_w], me)
                 for fd in fds:
                     os.close(fd)
                 sock.send(json.dumps({"id": request["id"], "pid": pid}).encode())
@@ -108,8 +114,9 @@ def serve(sock: socket.socket) -> None:
 
 
 def main() -> None:
-    fd = int(sys.argv[1])
-    for module in sys.argv[2:]:
+    fd, harness = int(sys.argv[1]), int(sys.argv[2])
+    die_with_parent(harness)
+    for module in sys.argv[3:]:
         importlib.import_module(module)
     # Move everything imported so far out of the collector's reach: a child's first collection
     # would otherwise touch (and so copy) every page the zygote shares with it.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -70,22 +71,53 @@ class CaseResult:
         return cls(**kwargs)
 
 
-class ResultsWriter:
-    """Appends results as they finish; each line is flushed so an interrupted run keeps them."""
+def _line(result: CaseResult) -> str:
+    return json.dumps(result.to_json(), ensure_ascii=False, sort_keys=True) + "\n"
 
-    def __init__(self, path: Path) -> None:
+
+class ResultsWriter:
+    """Appends results as they finish; each line is flushed so an interrupted run keeps them.
+
+    `append`: keep the lines already in the file (a resumed run adds to them)."""
+
+    def __init__(self, path: Path, append: bool = False) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._f = path.open("w", encoding="utf-8")
+        self._f = path.open("a" if append else "w", encoding="utf-8")
+        if append and self._f.tell() and not _ends_with_newline(path):
+            self._f.write("\n")  # a last line without its newline would swallow the first new one
 
     def write(self, result: CaseResult) -> None:
-        self._f.write(json.dumps(result.to_json(), ensure_ascii=False, sort_keys=True) + "\n")
+        self._f.write(_line(result))
         self._f.flush()
 
     def close(self) -> None:
         self._f.flush()
         os.fsync(self._f.fileno())
         self._f.close()
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def write_results(path: Path, results: Iterable[CaseResult]) -> None:
+    """Replace a results file atomically (tmp + rename): an input merged into itself is never lost."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it 0600; as readable as a written one
+            for r in results:
+                f.write(_line(r))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def resolve_results_path(path: Path) -> Path:
@@ -110,17 +142,37 @@ def load(path: Path) -> list[CaseResult]:
     return out
 
 
-def merge(groups: Iterable[list[CaseResult]]) -> list[CaseResult]:
-    """Combine shard results; a case present twice must agree on its verdict."""
-    by_case: dict[str, CaseResult] = {}
-    for results in groups:
+# Measurements, not outcomes: the same case run twice differs in them and nothing else.
+TIMING_FIELDS = frozenset({"duration_ms", "incarnation_ms"})
+
+
+def differences(a: CaseResult, b: CaseResult) -> list[str]:
+    """The fields (other than timings) in which two records of one case differ."""
+    da, db = a.to_json(), b.to_json()
+    return [k for k in da if k not in TIMING_FIELDS and da[k] != db.get(k)]
+
+
+def merge(groups: Iterable[list[CaseResult]], names: Sequence[str] | None = None) -> list[CaseResult]:
+    """Combine shard results. A case present twice must be the same record (timings aside): two
+    different records of one case cannot both be right, and keeping either would hide the other.
+    `names`: what to call each group in an error (its file)."""
+    by_case: dict[str, tuple[CaseResult, int]] = {}
+    for i, results in enumerate(groups):
         for r in results:
-            old = by_case.get(r.case)
-            if old is not None and old.verdict != r.verdict:
+            seen = by_case.get(r.case)
+            if seen is None:
+                by_case[r.case] = (r, i)
+                continue
+            old, j = seen
+            differ = differences(old, r)
+            if not differ:
+                continue
+            where = f" (in {names[j]} and {names[i]})" if names is not None else ""
+            if "verdict" in differ:
                 raise ResultsError(f"case {r.case} appears twice with different verdicts "
-                                   f"({old.verdict.value}, {r.verdict.value})")
-            by_case.setdefault(r.case, r)
-    return sorted(by_case.values(), key=lambda r: (r.scenario, r.depth, r.case))
+                                   f"({old.verdict.value}, {r.verdict.value}){where}")
+            raise ResultsError(f"case {r.case} appears twice with different {', '.join(differ)}{where}")
+    return sorted((r for r, _ in by_case.values()), key=lambda r: (r.scenario, r.depth, r.case))
 
 
 def summary(results: list[CaseResult], out: str | None = None) -> dict[str, Any]:

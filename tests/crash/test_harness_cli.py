@@ -94,11 +94,7 @@ def test_shards_are_disjoint_complete_and_merge(tmp_path: Path) -> None:
     assert {r["case"] for r in results(tmp_path / "m")} == full
 
 
-# A test run started as a background job (`cmd &` in a script) inherits SIGINT ignored, and the
-# harness, like any program, keeps an inherited ignore: give it Python's default handler, as a
-# terminal's ^C would find it.
-CLI_WITH_SIGINT = [sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, "
-                   "signal.default_int_handler); from crashmatrix.harness.cli.main import main; main()"]
+CLI_WITH_SIGINT = CLI  # the harness installs its own SIGINT handler, even over an inherited ignore
 
 
 def test_sigint_keeps_partial_results_and_reaps_children(tmp_path: Path) -> None:
@@ -257,3 +253,178 @@ def test_out_never_replaces_files_crashmatrix_did_not_write(tmp_path: Path) -> N
     assert tiny(out).returncode == 0
     proc = crashmatrix("merge", str(out), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
+
+
+# --- completeness, --resume and merge checks (run.json) ---------------------------------------
+
+
+def run_json(out: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((out / "run.json").read_text())
+    return data
+
+
+def verdicts(out: Path) -> dict[str, str]:
+    return {r["case"]: r["verdict"] for r in results(out)}
+
+
+def files(out: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
+
+
+def interrupt_after(out: Path, keep: int) -> None:
+    """Leave `out` as an interrupted run leaves it: its first results, run.json marked unfinished."""
+    lines = (out / "results.jsonl").read_text().splitlines(keepends=True)
+    (out / "results.jsonl").write_text("".join(lines[:keep]))
+    data = run_json(out)
+    data.update(expected=None, expected_total=None, done=keep, complete=False, ended="interrupted")
+    (out / "run.json").write_text(json.dumps(data))
+
+
+def test_run_json_records_the_options_the_expected_cases_and_completion(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = tiny(out, "--shard", "2/2", "--timeout", "30")
+    assert proc.returncode == 0, proc.stderr
+    n = len(results(out))
+    data = run_json(out)
+    assert {k: data[k] for k in ("agent", "depth", "fsync", "timeout", "spawn", "scenarios", "shard")} == {
+        "agent": "durable-agent", "depth": 1, "fsync": False, "timeout": 30.0, "spawn": "fork",
+        "scenarios": ["tiny"], "shard": "2/2"}
+    assert data["expected"] == {"tiny": n}
+    assert data["expected_total"] == data["done"] == data["known"] == n > 5
+    assert (data["complete"], data["ended"]) == (True, "finished")
+    assert sorted(p.name for p in out.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def test_report_on_an_interrupted_set_exits_3_and_says_it_is_incomplete(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert tiny(out).returncode == 0
+    n = len(results(out))
+    interrupt_after(out, 3)
+    proc = crashmatrix("report", str(out))
+    line = f"INCOMPLETE: 3 of at least {n} cases have results (the run was interrupted)"
+    assert proc.returncode == 3, proc.stderr
+    assert line in proc.stderr
+    assert line in (out / "summary.md").read_text()
+    assert line in (out / "report.html").read_text()
+
+
+def test_resume_runs_only_the_missing_cases_and_equals_a_one_go_run(tmp_path: Path) -> None:
+    whole, part = tmp_path / "whole", tmp_path / "part"
+    assert tiny(whole).returncode == 0
+    assert tiny(part).returncode == 0
+    interrupt_after(part, 4)
+    kept = (part / "results.jsonl").read_text()
+    proc = tiny(part, "--resume")
+    assert proc.returncode == 0, proc.stderr
+    after = (part / "results.jsonl").read_text()
+    assert after.startswith(kept), "the saved lines are kept as they were"
+    assert len(after.splitlines()) == len(results(whole)), "each case once: the saved ones not re-run"
+    assert verdicts(part) == verdicts(whole)
+    assert (run_json(part)["complete"], run_json(part)["expected"]) == (True, {"tiny": len(results(whole))})
+    assert crashmatrix("report", str(part)).returncode == 0
+
+
+def test_resume_after_a_real_sigint_finishes_the_matrix(tmp_path: Path) -> None:
+    out, whole = tmp_path / "out", tmp_path / "whole"
+    args = ["run", "--scenario", "changelog-fast", "--jobs", "1", "--out"]
+    proc = subprocess.Popen([*CLI_WITH_SIGINT, *args, str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        path = out / "results.jsonl"
+        if path.exists() and len(path.read_text().splitlines()) >= 3:
+            break
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 3, stderr
+    assert "INCOMPLETE: " in stdout.splitlines()[-1]
+    assert "repeat the command with --resume" in stderr
+    data = run_json(out)
+    assert (data["complete"], data["ended"], data["done"]) == (False, "interrupted", len(results(out)))
+    resumed = crashmatrix(*args, str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert crashmatrix(*args, str(whole)).returncode == 0
+    assert verdicts(out) == verdicts(whole)
+    assert len(results(out)) == len(results(whole))
+    assert run_json(out)["complete"] is True
+
+
+def test_resume_with_other_options_or_nothing_to_resume_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert tiny(out).returncode == 0
+    interrupt_after(out, 3)
+    before = files(out)
+    proc = tiny(out, "--resume", "--depth", "2", "--fsync", "on")
+    assert proc.returncode == 2
+    assert "depth is 1 there and 2 here; fsync is false there and true here" in proc.stderr
+    assert files(out) == before, "nothing touched"
+    proc = tiny(tmp_path / "empty", "--resume")
+    assert proc.returncode == 2
+    assert "run.json does not exist, so there is no run to continue" in proc.stderr
+
+
+def shards(tmp_path: Path, n: int, *ks: int) -> list[Path]:
+    outs = []
+    for k in ks:
+        out = tmp_path / f"s{k}"
+        proc = tiny(out, "--shard", f"{k}/{n}")
+        assert proc.returncode == 0, proc.stderr
+        outs.append(out)
+    return outs
+
+
+def test_merge_refuses_the_same_shard_twice(tmp_path: Path) -> None:
+    s1, s2 = shards(tmp_path, 2, 1, 2)
+    proc = crashmatrix("merge", str(s1), str(s2), str(s1 / "results.jsonl"), "--out", str(tmp_path / "m"))
+    assert proc.returncode == 2
+    assert f"{s1 / 'results.jsonl'} is given twice" in proc.stderr
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("results.jsonl", "run.json"):
+        (copy / name).write_bytes((s1 / name).read_bytes())
+    proc = crashmatrix("merge", str(s1), str(s2), str(copy), "--out", str(tmp_path / "m"))
+    assert proc.returncode == 2
+    assert (f"{s1 / 'results.jsonl'} and {copy / 'results.jsonl'} are the same shard (shard 1/2"
+            in proc.stderr)
+    assert not (tmp_path / "m").exists()
+
+
+def test_merge_with_a_missing_shard_says_which_and_exits_3(tmp_path: Path) -> None:
+    s1, s3 = shards(tmp_path, 3, 1, 3)
+    merged = tmp_path / "m"
+    proc = crashmatrix("merge", str(s1), str(s3), "--out", str(merged))
+    assert proc.returncode == 3, proc.stderr
+    assert "2 of 3 shards present; missing: 2/3" in proc.stderr
+    assert "(shard 2/3 missing)" in proc.stdout
+    assert set(verdicts(merged)) == set(verdicts(s1)) | set(verdicts(s3))
+    assert (run_json(merged)["complete"], run_json(merged)["merged"]["missing"]) == (False, [2])
+    report = crashmatrix("report", str(merged))
+    assert report.returncode == 3
+    assert "(shard 2/3 missing)" in report.stderr
+
+
+def test_merge_refuses_two_records_of_a_case_that_differ_in_trace(tmp_path: Path) -> None:
+    (s1,) = shards(tmp_path, 2, 1)
+    other = tmp_path / "other"
+    other.mkdir()
+    rows = results(s1)
+    rows[1]["trace"][0].append("probe.extra:event")
+    (other / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = crashmatrix("merge", str(s1), str(other), "--out", str(tmp_path / "m"))
+    assert proc.returncode == 2
+    assert f"no run.json beside {other / 'results.jsonl'}" in proc.stderr
+    assert (f"case {rows[1]['case']} appears twice with different trace (in {s1 / 'results.jsonl'} and "
+            f"{other / 'results.jsonl'})") in proc.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def test_merge_refuses_shards_of_different_agents_or_options(tmp_path: Path) -> None:
+    s1, s2 = shards(tmp_path, 2, 1, 2)
+    data = run_json(s2)
+    (s2 / "run.json").write_text(json.dumps({**data, "agent": "messages-only", "timeout": 5.0}))
+    proc = crashmatrix("merge", str(s1), str(s2), "--out", str(tmp_path / "m"))
+    assert proc.returncode == 2
+    assert (f'agent is "durable-agent" in {s1 / "results.jsonl"} and "messages-only" in '
+            f'{s2 / "results.jsonl"}; timeout is 60.0 in') in proc.stderr
+    assert not (tmp_path / "m").exists()

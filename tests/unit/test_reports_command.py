@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import random
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from crashmatrix.agent.recovery import DECLARED_BRANCHES
 from crashmatrix.harness.cli.exitcodes import Exit
 from crashmatrix.harness.cli.report import coverage_failures, report
 from crashmatrix.harness.records.results import RESULTS_FILE, CaseResult, ResultsWriter, merge
+from crashmatrix.harness.records.run_record import RunRecord, judge
 from crashmatrix.reports import html
 from crashmatrix.reports.write import ReportFile, write_reports
 from tests.unit.test_reports_data import DECLARED, sample_results
@@ -39,10 +41,21 @@ def snapshot(out: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.iterdir())}
 
 
+def finished_run(results: list[CaseResult]) -> dict[str, object]:
+    """The run.json `run` writes when its matrix ran to the end."""
+    expected = dict(Counter(r.scenario for r in results))
+    return {"format": 2, "agent": "durable-agent", "declared_branches": list(DECLARED), "depth": 2,
+            "fsync": False, "timeout": 60.0, "spawn": "fork", "scenarios": sorted(expected), "shard": None,
+            "expected": expected, "expected_total": len(results), "known": len(results),
+            "done": len(results), "complete": True, "ended": "finished"}
+
+
 def test_report_regenerates_identical_bytes_whatever_the_result_order(tmp_path: Path) -> None:
     results = sample_results()
-    run = {"agent": "durable-agent", "declared_branches": list(DECLARED), "depth": 2, "scenarios": []}
-    written = write_reports(results, tmp_path / "run", DECLARED)  # what `run` writes, in finish order
+    run = finished_run(results)
+    # What `run` writes, in finish order, with the completeness it judged from its run.json.
+    completeness = judge(RunRecord.from_json(run, tmp_path / "run.json"), results)
+    written = write_reports(results, tmp_path / "run", DECLARED, completeness=completeness)
     assert [p.name for p in written] == NAMES
     shuffled = results[:]
     random.Random(7).shuffle(shuffled)
@@ -63,7 +76,8 @@ def test_report_works_on_merged_shards_and_writes_where_asked(tmp_path: Path) ->
     save(merged, tmp_path / "merged")
     got = invoke(str(tmp_path / "merged"), "--out", str(tmp_path / "elsewhere"))
     assert got.exit_code == 0, got.output
-    write_reports(results, tmp_path / "direct", DECLARED_BRANCHES)  # no run.json: the adapter's list
+    # No run.json: the adapter's branch list, and completeness unknown (said in the reports too).
+    write_reports(results, tmp_path / "direct", DECLARED_BRANCHES, completeness=judge(None, results))
     assert snapshot(tmp_path / "elsewhere") == snapshot(tmp_path / "direct")
 
 
@@ -170,3 +184,53 @@ def test_the_summary_is_appended_to_the_github_step_summary(tmp_path: Path) -> N
     assert invoke(str(tmp_path), env={"GITHUB_STEP_SUMMARY": str(step)}).exit_code == 0
     summary = (tmp_path / ReportFile.SUMMARY.value).read_text(encoding="utf-8")
     assert step.read_text(encoding="utf-8") == "earlier step output\n" + summary
+
+
+def interrupted_run(results: list[CaseResult], done: int) -> dict[str, object]:
+    """The run.json `run` writes when SIGINT stopped it after `done` results."""
+    return {**finished_run(results), "expected": None, "expected_total": None, "done": done,
+            "complete": False, "ended": "interrupted"}
+
+
+def test_report_on_an_incomplete_set_exits_3_and_says_so_in_every_report(tmp_path: Path) -> None:
+    results = sample_results()
+    out = tmp_path / "out"
+    save(results[:3], out, interrupted_run(results, 3))
+    got = invoke(str(out), "--require-coverage")
+    line = f"INCOMPLETE: 3 of at least {len(results)} cases have results (the run was interrupted)"
+    assert got.exit_code == Exit.HARNESS, got.output  # before the coverage verdict: partial proves nothing
+    hint = f"; continue it with `crashmatrix run --resume --out {out}`"
+    assert f"crashmatrix: error: {line}{hint}" in got.output
+    assert f"**{line}**" in (out / ReportFile.SUMMARY.value).read_text(encoding="utf-8")
+    assert f'class="c-incomplete">{line}</p>' in (out / ReportFile.HTML.value).read_text(encoding="utf-8")
+
+
+def test_report_finds_lines_lost_from_a_finished_run(tmp_path: Path) -> None:
+    results = sample_results()
+    save(results[:-1], tmp_path, finished_run(results))  # the last line lost after the run ended
+    got = invoke(str(tmp_path))
+    assert got.exit_code == Exit.HARNESS
+    assert "results.jsonl holds fewer results than run.json expects (tool-stop: 3 of 4)" in got.output
+    save(results, tmp_path, finished_run(results))
+    assert invoke(str(tmp_path)).exit_code == 0
+
+
+def test_an_older_run_json_still_reports_and_says_completeness_is_unknown(tmp_path: Path) -> None:
+    old = {"agent": "durable-agent", "declared_branches": list(DECLARED), "depth": 2, "fsync": False,
+           "spawn": "fork", "scenarios": ["changelog", "tool-stop"], "shard": None}
+    save(sample_results(), tmp_path, old)
+    got = invoke(str(tmp_path))
+    assert got.exit_code == 0, got.output
+    note = (f"completeness unknown: {len(sample_results())} cases have results; run.json records no "
+            "expected case count (written by an older crashmatrix)")
+    assert f"crashmatrix: note: {note}" in got.output
+    assert f"**{note}**" in (tmp_path / ReportFile.SUMMARY.value).read_text(encoding="utf-8")
+
+
+def test_a_damaged_completeness_field_exits_2_naming_it(tmp_path: Path) -> None:
+    out, before = good_reports(tmp_path)
+    (out / "run.json").write_text(json.dumps({**finished_run(sample_results()), "done": "all"}))
+    got = invoke(str(out))
+    assert got.exit_code == Exit.USAGE
+    assert f"crashmatrix: error: {out / 'run.json'}: done must be a count" in got.output
+    assert {n: (out / n).read_bytes() for n in NAMES} == {n: before[n] for n in NAMES}
