@@ -30,7 +30,11 @@ def _progress(h: Hunt) -> None:
 def render(hunts: list[Hunt]) -> str:
     rows = [[h.mutant.value, KILLED if h.killed else SURVIVED, h.case or "-", h.invariant or "-"]
             for h in hunts]
-    return tabulate(rows, headers=["mutant", "verdict", "first killing case", "invariant"])
+    table = tabulate(rows, headers=["mutant", "verdict", "first killing case", "invariant"])
+    # Below the table, not in it: a command is copied whole, and a column would wrap it.
+    repros = [f"  {h.mutant.value}: {h.repro}" for h in hunts if h.repro]
+    return table + ("\n\nreproduce a kill (the case, run against the mutant):\n" + "\n".join(repros)
+                    if repros else "")
 
 
 @click.command("mutants")
@@ -38,7 +42,7 @@ def render(hunts: list[Hunt]) -> str:
               type=click.Choice([m.value for m in MutantName]),
               help="Mutant to hunt (repeatable; default: the whole catalogue).")
 @click.option("--json", "as_json", is_flag=True,
-              help='Print a JSON list of {"mutant", "killed", "case", "invariant"} on stdout.')
+              help='Print a JSON list of {"mutant", "killed", "case", "invariant", "repro"} on stdout.')
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 64),
               help="Cases of one mutant run in parallel.")
 @click.option("--spawn", type=click.Choice([m.value for m in SpawnMode]), default="fork",

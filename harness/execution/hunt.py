@@ -37,10 +37,11 @@ class Hunt:
     cases: int = 0  # cases run
     focused: bool = True  # killed within the catalogue's scenarios (else by the fallback)
     unjudged: int = 0  # cases that ended nondeterministic or in a harness error
+    repro: str | None = None  # the command that re-runs the killing case against this mutant
 
     def to_json(self) -> dict[str, Any]:
         return {"mutant": self.mutant.value, "killed": self.killed, "case": self.case,
-                "invariant": self.invariant}
+                "invariant": self.invariant, "repro": self.repro}
 
 
 def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
@@ -81,7 +82,7 @@ def hunt(mutant: MutantName, scenarios: Sequence[Scenario], runner: RunnerConfig
         killer = first_failure(results)
         if killer is not None:
             return Hunt(mutant, True, killer.case, str(killer.violations[0]["invariant"]), run,
-                        unjudged=unjudged)
+                        unjudged=unjudged, repro=killer.repro)
         cases = next_level(cases, results, by_name, matrix.faults)
     return Hunt(mutant, False, cases=run, unjudged=unjudged)
 
@@ -110,7 +111,7 @@ def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = S
                     more = hunt(name, rest, runner, jobs)
                     found = Hunt(name, more.killed, more.case, more.invariant,
                                  found.cases + more.cases, focused=False,
-                                 unjudged=found.unjudged + more.unjudged)
+                                 unjudged=found.unjudged + more.unjudged, repro=more.repro)
                 out.append(found)
                 if on_hunt is not None:
                     on_hunt(found)
