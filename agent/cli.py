@@ -60,7 +60,7 @@ def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
                         "ended as failed (default 100)")
     p.add_argument("--bash-env", choices=[e.value for e in BashEnv], default=d(None),
                    help="environment of bash commands: inherit (all of the agent's, API keys "
-                        "included) or clean (PATH, LANG, HOME and TMPDIR only); default: "
+                        "included) or clean (PATH, LANG, LC_ALL, HOME and TMPDIR only); default: "
                         "remembered, else inherit")
     p.add_argument("--tools", default=d(None), help="comma-separated tools to register (default: all)")
     p.add_argument("--policy", action="append", default=d([]), metavar="TOOL=safe|never",

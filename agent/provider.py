@@ -72,15 +72,20 @@ class ProviderClient:
 
         def expire() -> None:
             expired.set()
-            if conn.sock is not None:
+            sock = conn.sock  # read once: close() may clear it between a check and a use
+            if sock is not None:
                 with contextlib.suppress(OSError):
-                    conn.sock.shutdown(socket.SHUT_RDWR)
+                    sock.shutdown(socket.SHUT_RDWR)
 
         watchdog = threading.Timer(timeout, expire)
         watchdog.daemon = True
         try:
-            conn.connect()  # bounded by the socket timeout; the watchdog needs the socket
+            # Started before connecting, so connect + send + wait + read share one deadline; a
+            # connect still under way when it fires ends by its own timeout, checked below.
             watchdog.start()
+            conn.connect()
+            if expired.is_set():
+                raise TimeoutError
             conn.request("POST", self._path, body=payload, headers=headers)
             resp = conn.getresponse()
             raw = _read_capped(resp)
@@ -107,7 +112,7 @@ class ProviderClient:
         try:
             data = json.loads(raw)
             message: dict[str, Any] = data["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError):
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError):
             raise ProviderError("malformed response body", retryable=False, status=status) from None
         problem = _shape_problem(message)
         if problem:
@@ -119,10 +124,12 @@ class ProviderClient:
 def _read_capped(resp: http.client.HTTPResponse) -> bytes | None:
     """The body, or None when it is larger than MAX_RESPONSE_BYTES (never read whole)."""
     try:
-        declared = resp.getheader("Content-Length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+        # `length` is http.client's own parse of Content-Length (None when absent or chunked).
+        if resp.length is not None and resp.length > MAX_RESPONSE_BYTES:
             return None
         raw = resp.read(MAX_RESPONSE_BYTES + 1)
+        if resp.length:  # a bounded read does not raise when the body stops short; say it here
+            raise http.client.IncompleteRead(raw, resp.length)
         return None if len(raw) > MAX_RESPONSE_BYTES else raw
     finally:
         resp.close()  # an unread rest keeps the socket open otherwise (Connection: close)
@@ -136,6 +143,8 @@ def _shape_problem(message: Any) -> str | None:
         json.dumps(message, ensure_ascii=False).encode()
     except UnicodeEncodeError:
         return "the message holds a lone surrogate (not valid Unicode text)"
+    except RecursionError:  # nested nearly as deep as the parser allows: no commit could hold it
+        return "the message is nested too deeply"
     content = message.get("content")
     if content is not None and not isinstance(content, str):
         return "content is not a string"

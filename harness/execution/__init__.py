@@ -7,6 +7,7 @@
     incarnation    one agent process on the probe channel: step, kill, reap
     runner         one case: incarnations under the crash schedule, faults applied, settle run
     matrix         a whole matrix: record, enumerate, run, go deeper
-    scratch        where case trees live (tmpfs when it can)
+    scratch        where case trees live (tmpfs when it can), and the sweep of dead ones
+    workspace_files  what a case's workspace holds, read without following links
     covered, line_coverage   --line-coverage of the recovery incarnations
 """

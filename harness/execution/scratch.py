@@ -49,7 +49,10 @@ def scratch_parent(environ: dict[str, str] | None = None) -> str | None:
 
 # PREFIX PID-RANDOM, as ScratchDir names them; PREFIX is crashmatrix-, perhaps with one word more
 # (crashmatrix-explore-). tempfile's random part has no dash, so no other name of ours matches.
-_TREE = re.compile(r"crashmatrix-(?:[a-z]+-)?(?P<pid>[1-9][0-9]*)-[a-z0-9_]+")
+_TREE = re.compile(r"crashmatrix-(?:[a-z]+-)?(?P<pid>[1-9][0-9]*)-[a-z0-9_]{8}")
+# Written into every tree at creation: a name can be anyone's (a user's `crashmatrix-2024-results`
+# matches the pattern), the marker is ours alone, so a sweep never removes a tree without it.
+MARKER = ".crashmatrix-scratch"
 
 
 class ScratchDir(tempfile.TemporaryDirectory[str]):
@@ -62,6 +65,7 @@ class ScratchDir(tempfile.TemporaryDirectory[str]):
     def __init__(self, prefix: str, parent: str | None) -> None:
         super().__init__(prefix=f"{prefix}{os.getpid()}-", dir=parent)
         self._lock: int | None = os.open(self.name, os.O_RDONLY | os.O_DIRECTORY)
+        (Path(self.name) / MARKER).write_text(f"{os.getpid()}\n")
         with contextlib.suppress(OSError):  # a filesystem without locks: its trees are never swept
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
@@ -87,8 +91,8 @@ def _alive(pid: int) -> bool:
 def sweep_stale(parent: str) -> list[str]:
     """Remove the scratch trees in `parent` left by harnesses that died without cleaning up.
 
-    Only directories (not links) this user owns, named as ScratchDir names them, whose pid is
-    not a live process and whose lock nobody holds. Returns the paths removed.
+    Only directories (not links) this user owns, named as ScratchDir names them and holding its
+    marker, whose pid is not a live process and whose lock nobody holds. Returns the paths removed.
     """
     removed: list[str] = []
     try:
@@ -102,6 +106,9 @@ def sweep_stale(parent: str) -> list[str]:
         try:
             info = entry.stat(follow_symlinks=False)
             if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+                continue
+            marker = os.lstat(os.path.join(entry.path, MARKER))
+            if not stat.S_ISREG(marker.st_mode):
                 continue
             fd = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except OSError:

@@ -54,7 +54,9 @@ def test_the_command_prints_json_and_exits_0_when_all_are_killed_in_either_spawn
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout) == [{"mutant": "resume-finished", "killed": True,
                                             "case": "finished/none",
-                                            "invariant": "finished-stays-finished"}]
+                                            "invariant": "finished-stays-finished",
+                                            "repro": "crashmatrix repro finished/none "
+                                                     "--agent mutant:resume-finished"}]
         assert "mutant resume-finished: killed by finished/none" in proc.stderr
 
 
@@ -62,7 +64,11 @@ def test_the_table_names_mutant_verdict_case_and_invariant() -> None:
     proc = subprocess.run([*COMMAND, "--mutant", "bare-continue", "--mutant", "resume-finished"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
-    header, _rule, *rows = proc.stdout.splitlines()
+    table, _, repros = proc.stdout.partition("\n\n")
+    header, _rule, *rows = table.splitlines()
+    assert repros.splitlines()[1:] == [
+        f"  {name}: crashmatrix repro {row.split()[2]} --agent mutant:{name}"
+        for name, row in zip(["bare-continue", "resume-finished"], rows, strict=True)]
     assert header.split() == ["mutant", "verdict", "first", "killing", "case", "invariant"]
     assert [r.split()[:2] for r in rows] == [["bare-continue", "killed"], ["resume-finished", "killed"]]
     assert rows[0].split()[-1] == "continuation"

@@ -108,17 +108,15 @@ def raw_server() -> Iterator[Any]:
         s.close()
 
 
-def test_an_oversized_response_is_refused_without_reading_it_whole(
+def test_an_oversized_response_without_a_length_is_refused(
         raw_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(provider_mod, "MAX_RESPONSE_BYTES", 1000)
-    sent: list[int] = []
 
     def huge(conn: socket.socket) -> None:  # no Content-Length: only reading tells the size
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
         chunk = b" " * 1000
         for _ in range(50):
             conn.sendall(chunk)
-            sent.append(len(chunk))
 
     client = ProviderClient(ProviderConfig(base_url=raw_server(huge), timeout_s=5))
     with pytest.raises(ProviderError, match="larger than 1000 bytes") as err:
@@ -201,3 +199,36 @@ def test_a_value_the_os_cannot_take_is_an_error_result(
     result = invoke(BUILTINS[name], tmp_path, args)
     assert result.is_error
     assert "surrogate" in result.content
+
+
+def test_a_body_cut_short_is_a_retryable_connection_error(raw_server: Any) -> None:
+    def short(conn: socket.socket) -> None:  # 20 of the 72 bytes it declares, then hangs up
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 72\r\n\r\n" + b'{"choices": [' + b" " * 7)
+
+    client = ProviderClient(ProviderConfig(base_url=raw_server(short), timeout_s=5))
+    with pytest.raises(ProviderError, match="IncompleteRead") as err:
+        client.complete([{"role": "user", "content": "x"}], [])
+    assert err.value.retryable  # the same request may well get the whole answer next time
+
+
+def test_a_content_length_of_non_ascii_digits_is_no_crash(raw_server: Any) -> None:
+    def odd(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\n{}")
+
+    client = ProviderClient(ProviderConfig(base_url=raw_server(odd), timeout_s=5))
+    with pytest.raises(ProviderError):
+        client.complete([{"role": "user", "content": "x"}], [])
+
+
+@pytest.mark.parametrize("depth", [990, 100_000])
+def test_deeply_nested_json_is_a_malformed_reply_not_a_crash(raw_server: Any, depth: int) -> None:
+    body = b'{"choices": [{"message": {"role": "assistant", "content": null, "x": ' \
+        + b"[" * depth + b"]" * depth + b"}}]}"
+
+    def deep(conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+
+    client = ProviderClient(ProviderConfig(base_url=raw_server(deep), timeout_s=5))
+    with pytest.raises(ProviderError, match="malformed response body") as err:
+        client.complete([{"role": "user", "content": "x"}], [])
+    assert not err.value.retryable

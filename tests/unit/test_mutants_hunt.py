@@ -79,10 +79,13 @@ def test_levels_go_recording_then_single_crashes_then_crash_loops() -> None:
     assert next_level([single], [_result(single, Verdict.PASS, again)], builtins, FAULTS) == []
 
 
-def test_a_hunt_reports_the_four_json_fields() -> None:
-    hunt = Hunt(MutantName.RERUN_NEVER, True, "changelog-fast/12:x:y/kill", "safe-rerun", 17)
+def test_a_hunt_reports_the_five_json_fields() -> None:
+    hunt = Hunt(MutantName.RERUN_NEVER, True, "changelog-fast/12:x:y/kill", "safe-rerun", 17,
+                repro="crashmatrix repro changelog-fast/12:x:y/kill --agent mutant:rerun-never")
     assert hunt.to_json() == {"mutant": "rerun-never", "killed": True,
-                              "case": "changelog-fast/12:x:y/kill", "invariant": "safe-rerun"}
+                              "case": "changelog-fast/12:x:y/kill", "invariant": "safe-rerun",
+                              "repro": "crashmatrix repro changelog-fast/12:x:y/kill "
+                                       "--agent mutant:rerun-never"}
 
 
 def test_the_adapter_is_the_durable_agents_started_through_the_launcher(tmp_path: Path) -> None:

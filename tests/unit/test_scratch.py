@@ -78,10 +78,15 @@ def test_a_sweep_removes_only_our_unlocked_trees_of_dead_harnesses(tmp_path: Pat
         (tree / "case" / "ws" / "f.txt").write_text("x")
     live = tmp_path / f"crashmatrix-{os.getpid()}-abcd1234"  # this process: alive
     held = tmp_path / f"crashmatrix-{dead}-held1234"  # a live harness in another pid namespace
+    # A user's directory whose name fits the pattern, but that holds no marker of ours.
+    users = tmp_path / f"crashmatrix-{dead}-myoutput"
     foreign = [tmp_path / "crashmatrix-repro-abcd1234", tmp_path / f"other-{dead}-abcd1234",
-               tmp_path / f"crashmatrix-{dead}"]
+               tmp_path / f"crashmatrix-{dead}", users]
     for d in [live, held, *foreign]:
         d.mkdir()
+    for tree in [*stale, live, held, *foreign[:3]]:
+        (tree / scratch.MARKER).write_text("1\n")
+    (users / "keep.txt").write_text("the user's")
     (tmp_path / f"crashmatrix-{dead}-file1234").write_text("not a directory")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -106,6 +111,7 @@ def test_a_new_scratch_dir_sweeps_the_stale_trees_beside_it(
     monkeypatch.setenv("CRASHMATRIX_TMPDIR", str(tmp_path))
     stale = tmp_path / f"crashmatrix-{_no_such_pid()}-abcd1234"
     stale.mkdir()
+    (stale / scratch.MARKER).write_text("1\n")
     with scratch.scratch_dir("crashmatrix-") as made:
         assert [p.name for p in tmp_path.iterdir()] == [Path(made).name]
     assert list(tmp_path.iterdir()) == []
