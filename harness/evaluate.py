@@ -1,35 +1,56 @@
-"""Turns an observation into a case result: verdict, violations, branches, trace, repro command."""
+"""Turns an observation into a case result: verdict, violations, branches, trace, repro command.
+
+Verdicts, first that applies: `error` (the harness failed), `nondeterministic` (the crash point
+was not the recorded event), `scenario-error` (a scenario mistake, harness/verify/scenario_error,
+that explains every violation found), `fail` (an invariant was violated), `pass`.
+"""
 
 from __future__ import annotations
 
 import shlex
 
 from crashmatrix.harness.records.observation import Observation
-from crashmatrix.harness.records.results import DEFAULT_AGENT, CaseResult, Verdict
+from crashmatrix.harness.records.results import DEFAULT_AGENT, DEFAULT_MAX_EVENTS, CaseResult, Verdict
 from crashmatrix.harness.verify import judge
+from crashmatrix.harness.verify.scenario_error import find_mistake, judged_view, tripwire, with_runaways
 from crashmatrix.scenarios.model import Scenario
 
 
-def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_AGENT) -> str:
+def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_AGENT,
+                  max_events: int | None = None) -> str:
+    """`max_events`: the step bound a case was killed at, given when it is not the default."""
     extra = "".join(f" --scenarios {shlex.quote(d)}" for d in scenario_dirs)
     if agent != DEFAULT_AGENT:
         extra += f" --agent {shlex.quote(agent)}"
+    if max_events is not None and max_events != DEFAULT_MAX_EVENTS:
+        extra += f" --max-events {max_events}"
     return f"crashmatrix repro {shlex.quote(case_id)}{extra}"
 
 
 def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
              scenario_dirs: list[str], duration_ms: float) -> CaseResult:
     nondeterministic = next((i.nondeterministic for i in obs.incarnations if i.nondeterministic), None)
-    judgement = None if nondeterministic else judge(obs, scenario)
-    violations = [v.to_json() for v in judgement.violations] if judgement else []
+    judgement = None if nondeterministic else judge(judged_view(obs), scenario)
+    found = with_runaways(judgement.violations, obs) if judgement else []
+    mistake = (None if obs.harness_error or nondeterministic
+               else find_mistake(obs, scenario.provider.unknown_marker))
+    note = nondeterministic or obs.harness_error
     if obs.harness_error:
         verdict = Verdict.ERROR
     elif nondeterministic:
         verdict = Verdict.NONDETERMINISTIC
-    elif violations:
+    elif mistake is not None and mistake.decides(found):
+        # What the mistake explains is not judged against the agent: the verdict is the cause.
+        verdict, found, note = Verdict.SCENARIO_ERROR, [], mistake.message
+    elif found:
         verdict = Verdict.FAIL
+        if mistake is not None:
+            note = f"the scenario is wrong too: {mistake.message}"
+        else:
+            note = tripwire(obs, scenario.provider.unknown_marker)
     else:
         verdict = Verdict.PASS
+    violations = [v.to_json() for v in found]
     branches: list[str] = []
     for inc in obs.incarnations:
         for e in inc.events:
@@ -51,7 +72,11 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         incarnation_ms=[round(inc.duration_ms, 1) for inc in obs.incarnations],
         fsync=fsync,
         agent=agent,
-        repro=repro_command(obs.case.case_id, scenario_dirs, agent),
-        note=nondeterministic or obs.harness_error,
+        repro=repro_command(obs.case.case_id, scenario_dirs, agent, next(
+            (inc.runaway - 1 for inc in obs.incarnations if inc.runaway is not None), None)),
+        note=note,
         not_applicable=[n.to_json() for n in judgement.not_applicable] if judgement else [],
+        # Beside a pass (a loop the scenario accepts) a mistake is no finding: left out.
+        scenario_error=(mistake.to_json() if mistake is not None and verdict in
+                        (Verdict.SCENARIO_ERROR, Verdict.FAIL) else None),
     )

@@ -10,16 +10,21 @@ from html import escape
 from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.harness.records.run_record import Completeness
+from crashmatrix.reports import cause
 from crashmatrix.reports.coverage import branch_coverage
 
 MAX_TIMELINES = 100  # failing cases drawn in full; the grid still shows every case
 MAX_TEXT = 2000  # characters of one message or evidence dump
+# A timeline lists at most this many events of one incarnation (a runaway emits thousands): the
+# first ones, the last ones and the crash point, with a gap marked between.
+MAX_EVENTS_HEAD, MAX_EVENTS_TAIL = 100, 50
 
 # Worst first: a cell or group takes the colour of its worst case.
-SEVERITY = (Verdict.FAIL, Verdict.ERROR, Verdict.NONDETERMINISTIC, Verdict.PASS)
-MARK = {Verdict.PASS: "✓", Verdict.FAIL: "✗", Verdict.NONDETERMINISTIC: "?", Verdict.ERROR: "!"}
+SEVERITY = (Verdict.FAIL, Verdict.ERROR, Verdict.SCENARIO_ERROR, Verdict.NONDETERMINISTIC, Verdict.PASS)
+MARK = {Verdict.PASS: "✓", Verdict.FAIL: "✗", Verdict.NONDETERMINISTIC: "?", Verdict.ERROR: "!",
+        Verdict.SCENARIO_ERROR: "S"}
 WORD = {Verdict.PASS: "held", Verdict.FAIL: "violated", Verdict.NONDETERMINISTIC: "nondeterministic",
-        Verdict.ERROR: "harness error"}
+        Verdict.ERROR: "harness error", Verdict.SCENARIO_ERROR: "scenario error"}
 
 # The page must not reach the network: the policy forbids every fetch, so an accidental external
 # reference fails loudly (as a console error, which the browser test catches) instead of leaking.
@@ -31,7 +36,7 @@ table{border-collapse:collapse;margin:.4em 0}th,td{border:1px solid #ccc;padding
 td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:13px}
 .cell{text-align:center;min-width:3em}.cell a{color:inherit;text-decoration:none;display:block}
 .v-pass{background:#d4f4d4}.v-fail{background:#f8c8c8}.v-nondeterministic{background:#fbe7a9}
-.v-error{background:#e0d0f0}.s-unreached,.s-undeclared{background:#f8c8c8;font-weight:bold}
+.v-error{background:#e0d0f0}.v-scenario-error{background:#cfe3f8}.s-unreached,.s-undeclared{background:#f8c8c8;font-weight:bold}
 .badge{padding:1px 6px;border-radius:3px}.legend span{margin-right:1em}
 .timeline{border:1px solid #ccc;border-radius:4px;padding:.2em 1em;margin:1em 0}
 .events{list-style:none;padding:0;margin:.2em 0;display:flex;flex-wrap:wrap;gap:3px}
@@ -193,8 +198,10 @@ def _timeline(r: CaseResult, anchor: str) -> list[str]:
             out.append(f"<details><summary>evidence</summary><pre>{_e(_clip(text))}</pre></details>")
         out.append("</li>")
     out.append("</ul>")
-    if r.note:
-        out.append(f"<p>note: {_e(r.note)}</p>")
+    note = cause.note_shown(r)
+    if note:
+        out.append(f"<p>note: {_e(note)}</p>")
+    out += _cause(r)
     out.append(f'<p>reproduce: <code class="repro">{_e(r.repro)}</code></p>')
     for i, events in enumerate(r.trace):
         crashed = r.crashed_at[i] if i < len(r.crashed_at) else None
@@ -203,7 +210,12 @@ def _timeline(r: CaseResult, anchor: str) -> list[str]:
         ms = f", {r.incarnation_ms[i]:.0f} ms" if i < len(r.incarnation_ms) else ""
         out.append(f"<h4>incarnation {i + 1} ({_incarnation_name(r, i)}): {end}{ms}</h4>"
                    '<ol class="events">')
+        shown = _shown_events(len(events), crashed)
         for n, event in enumerate(events, 1):
+            if n not in shown:
+                if n - 1 in shown:
+                    out.append(f'<li class="gap">… {_hidden_after(n, shown, len(events))} more …</li>')
+                continue
             if n == crashed:
                 out.append(f'<li class="crash" title="SIGKILL here">{n:02d} {_e(event)} ✕ killed</li>')
             else:
@@ -211,6 +223,36 @@ def _timeline(r: CaseResult, anchor: str) -> list[str]:
         out.append("</ol>")
     out.append("</section>")
     return out
+
+
+def _cause(r: CaseResult) -> list[str]:
+    """A scenario error's cause: its headline, then the evidence (a gap's last messages)."""
+    if not r.scenario_error:
+        return []
+    out = [f'<div class="cause"><p><b>{_e(cause.title(r))}</b>: '
+           f"{_e(_clip(cause.headline(r.scenario_error)))}</p>"]
+    found = cause.details(r.scenario_error)
+    if found:
+        out.append("<pre>" + _e(_clip("\n".join(found))) + "</pre>")
+    out.append("</div>")
+    return out
+
+
+def _shown_events(count: int, crashed: int | None) -> set[int]:
+    """The event numbers a timeline lists: all of a short incarnation; of a long one the first
+    and last ones and the crash point."""
+    if count <= MAX_EVENTS_HEAD + MAX_EVENTS_TAIL:
+        return set(range(1, count + 1))
+    shown = set(range(1, MAX_EVENTS_HEAD + 1)) | set(range(count - MAX_EVENTS_TAIL + 1, count + 1))
+    if crashed is not None:
+        shown.add(crashed)
+    return shown
+
+
+def _hidden_after(n: int, shown: set[int], count: int) -> int:
+    """How many events from `n` on are left out, up to the next one listed."""
+    end = next((k for k in range(n, count + 1) if k in shown), count + 1)
+    return end - n
 
 
 def _completeness(c: Completeness | None) -> list[str]:

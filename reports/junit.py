@@ -8,6 +8,11 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
+from crashmatrix.reports import cause
+
+# JUnit errors, not failures: the test could not be judged (the harness failed, the case was not
+# the recorded one, or the scenario is wrong), which says nothing against the agent.
+ERRORS = (Verdict.NONDETERMINISTIC, Verdict.ERROR, Verdict.SCENARIO_ERROR)
 
 # XML 1.0 cannot carry most control characters, even escaped; ElementTree would write them
 # verbatim and the file would no longer parse. Agent output can hold anything, so replace them.
@@ -29,14 +34,17 @@ def _evidence(value: object) -> str:
 
 
 def failure_text(r: CaseResult) -> str:
-    """Every violation (invariant id, message, evidence), the note, then the reproduction command."""
+    """Every violation (invariant id, message, evidence), the note or the scenario error's cause,
+    then the reproduction command."""
     lines = []
     for v in r.violations:
         lines.append(f"{v.get('invariant', '?')}: {v.get('message', '')}")
         if v.get("evidence"):
             lines.append(f"  evidence: {_evidence(v['evidence'])}")
-    if r.note:
-        lines.append(f"note: {r.note}")
+    note = cause.note_shown(r)
+    if note:
+        lines.append(f"note: {note}")
+    lines += cause.lines(r)
     lines.append(f"reproduce: {r.repro}")
     return "\n".join(lines)
 
@@ -51,8 +59,10 @@ def _testcase(parent: ET.Element, r: CaseResult) -> None:
         element = ET.SubElement(case, "failure", {"message": _xml_text(", ".join(ids)),
                                                   "type": _xml_text(ids[0])})
         element.text = _xml_text(failure_text(r))
-    elif r.verdict in (Verdict.NONDETERMINISTIC, Verdict.ERROR):
+    elif r.verdict in ERRORS:
         message = f"{r.verdict.value}: {r.note}" if r.note else r.verdict.value
+        if r.scenario_error:
+            message = f"{cause.title(r)}: {cause.headline(r.scenario_error)}"
         element = ET.SubElement(case, "error", {"message": _xml_text(message), "type": r.verdict.value})
         element.text = _xml_text(failure_text(r))
 
@@ -60,7 +70,7 @@ def _testcase(parent: ET.Element, r: CaseResult) -> None:
 def _totals(results: Sequence[CaseResult]) -> dict[str, str]:
     return {"tests": str(len(results)),
             "failures": str(sum(1 for r in results if r.verdict is Verdict.FAIL)),
-            "errors": str(sum(1 for r in results if r.verdict in (Verdict.NONDETERMINISTIC, Verdict.ERROR))),
+            "errors": str(sum(1 for r in results if r.verdict in ERRORS)),
             "skipped": "0",
             "time": _seconds(sum(r.duration_ms for r in results))}
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.harness.records.run_record import Completeness
+from crashmatrix.reports import cause
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
@@ -16,8 +17,9 @@ MAX_FAILURES = 200  # a CI page with more is not read case by case; the rest are
 MAX_VIOLATIONS = 5  # per case
 MAX_TEXT = 300  # characters of one message
 
-VERDICT_COLUMNS = (Verdict.PASS, Verdict.FAIL, Verdict.NONDETERMINISTIC, Verdict.ERROR)
-VERDICT_HEADINGS = ("held", "violated", "nondet", "error")
+VERDICT_COLUMNS = (Verdict.PASS, Verdict.FAIL, Verdict.NONDETERMINISTIC, Verdict.ERROR,
+                   Verdict.SCENARIO_ERROR)
+VERDICT_HEADINGS = ("held", "violated", "nondet", "error", "scenario error")
 STATUS_MARK = {BranchStatus.REACHED: "reached", BranchStatus.UNREACHED: "**never reached**",
                BranchStatus.UNDECLARED: "reached, **not declared**"}
 
@@ -73,14 +75,18 @@ def _coverage_table(results: Sequence[CaseResult], declared: Sequence[str]) -> l
 
 
 def _failure(r: CaseResult) -> list[str]:
-    what = ", ".join(r.invariants) or r.verdict.value
+    what = ", ".join(r.invariants) or str((r.scenario_error or {}).get("kind") or r.verdict.value)
     lines = [f"- {code(r.case)}: {r.verdict.value} ({_clip(what)})"]
     for v in r.violations[:MAX_VIOLATIONS]:
         lines.append(f"  - {code(v.get('invariant', '?'))}: {code(v.get('message', ''))}")
     if len(r.violations) > MAX_VIOLATIONS:
         lines.append(f"  - … {len(r.violations) - MAX_VIOLATIONS} more violation(s)")
-    if r.note:
-        lines.append(f"  - note: {code(r.note)}")
+    note = cause.note_shown(r)
+    if note:
+        lines.append(f"  - note: {code(note)}")
+    if r.scenario_error:
+        lines.append(f"  - {cause.title(r)}: {code(cause.headline(r.scenario_error))}")
+        lines += [f"    - {code(d.strip())}" for d in cause.details(r.scenario_error)]
     lines.append(f"  - reproduce: {code(r.repro, 2 * MAX_TEXT)}")
     return lines
 
@@ -106,14 +112,17 @@ def _failures(bad: Sequence[CaseResult], budget: int) -> list[str]:
 def render(results: Sequence[CaseResult], declared: Sequence[str],
            completeness: Completeness | None = None) -> str:
     """The whole summary; always under MAX_BYTES, whatever the number of failures."""
-    total, held, failed, nondet, error = _counts(results)
+    total, held, failed, nondet, error, wrong = _counts(results)
     verdict = "every case held" if held == total else f"{total - held} of {total} case(s) did not hold"
     # Above the counts: "every case held" of a partial set must not read as a green run.
     line = completeness.line if completeness is not None else None
     warning = [f"**{_clip(line)}**", ""] if line else []
     head = ["# crashmatrix", "", *warning,
             f"**{total}** cases: {held} held, {failed} violated, {nondet} nondeterministic, "
-            f"{error} harness errors — {verdict}.", "", *_scenario_table(results), ""]
+            f"{error} harness errors, {wrong} scenario errors — {verdict}.", "",
+            *(["A scenario error is the scenario's mistake, not the agent's: fix the scenario as "
+               "its cause says, then run again.", ""] if wrong else []),
+            *_scenario_table(results), ""]
     na = not_applicable(results)
     tail = ["", *_coverage_table(results, declared), ""]
     if na:

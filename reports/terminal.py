@@ -6,19 +6,24 @@ from tabulate import tabulate
 
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.harness.records.run_record import Completeness
+from crashmatrix.reports import cause
+
+# The table's columns after `cases`, in order (scenario errors last: the columns before them
+# read as they always did).
+COLUMNS = (Verdict.PASS, Verdict.FAIL, Verdict.NONDETERMINISTIC, Verdict.ERROR, Verdict.SCENARIO_ERROR)
 
 
 def summary_table(results: list[CaseResult]) -> str:
     rows: dict[str, list[int]] = {}
     for r in results:
-        row = rows.setdefault(r.scenario, [0, 0, 0, 0, 0])
+        row = rows.setdefault(r.scenario, [0] * (1 + len(COLUMNS)))
         row[0] += 1
-        row[1 + [Verdict.PASS, Verdict.FAIL, Verdict.NONDETERMINISTIC, Verdict.ERROR].index(r.verdict)] += 1
+        row[1 + COLUMNS.index(r.verdict)] += 1
     table = [[name, *counts] for name, counts in sorted(rows.items())]
-    totals = [sum(col) for col in zip(*rows.values(), strict=True)] if rows else [0] * 5
+    totals = [sum(col) for col in zip(*rows.values(), strict=True)] if rows else [0] * (1 + len(COLUMNS))
     table.append(["total", *totals])
-    return tabulate(table, headers=["scenario", "cases", "held", "violated", "nondet", "error"],
-                    tablefmt="simple")
+    return tabulate(table, headers=["scenario", "cases", "held", "violated", "nondet", "error",
+                                    "scenario error"], tablefmt="simple")
 
 
 def failures(results: list[CaseResult], limit: int = 20) -> str:
@@ -31,8 +36,10 @@ def failures(results: list[CaseResult], limit: int = 20) -> str:
         lines.append(f"  {r.case}  [{what}]")
         for v in r.violations[:3]:
             lines.append(f"      {v['invariant']}: {v['message']}")
-        if r.note:
-            lines.append(f"      {r.note}")
+        note = cause.note_shown(r)
+        if note:
+            lines.append(f"      {note}")
+        lines.extend(f"      {line}" for line in cause.lines(r))
         lines.append(f"      reproduce: {r.repro}")
     if len(bad) > limit:
         lines.append(f"  ... and {len(bad) - limit} more (see results.jsonl)")

@@ -7,6 +7,7 @@ from typing import Any
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.results import CaseResult
+from crashmatrix.reports import cause
 
 
 def _short(text: Any, width: int = 90) -> str:
@@ -51,7 +52,10 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
                 lines.append("        XX SIGKILL here")
         if inc.nondeterministic:
             lines.append(f"   !! nondeterministic: {inc.nondeterministic}")
-        if inc.timed_out:
+        if inc.runaway is not None:
+            lines.append(f"   !! killed at event {inc.runaway}: over the step bound (--max-events "
+                         f"{inc.runaway - 1})")
+        elif inc.timed_out:
             lines.append("   !! timed out (killed)")
         elif inc.exit_code is not None:
             lines.append(f"   exit code {inc.exit_code}")
@@ -73,13 +77,16 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
     for path, text in sorted(changed.items()):
         lines.append(f"   {path}:")
         lines.extend(f"     | {line}" for line in text.splitlines()[:20])
+    if result.scenario_error:
+        lines.append("-- the scenario is wrong")
+        lines.extend(f"   {line}" for line in cause.lines(result))
     if result.violations:
         lines.append("-- violated")
         for v in result.violations:
             lines.append(f"   {v['invariant']}: {v['message']}")
             if v.get("evidence"):
                 lines.append(f"      evidence: {json.dumps(v['evidence'], ensure_ascii=False)}")
-    else:
+    elif not result.scenario_error:
         lines.append("-- every invariant held" if not result.not_applicable
                      else "-- every judged invariant held")
     if result.not_applicable:

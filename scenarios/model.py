@@ -707,6 +707,9 @@ class Scenario(Table, frozen=True, kw_only=True):
             if dead is not None:
                 field, key, message = dead
                 raise FieldError(message, table, i, "when", field, str(key))
+        contradiction = _unmeetable(rules, self.expect)
+        if contradiction is not None:
+            raise contradiction
         # Just past the agent's own timeout, so the client gives up first.
         hold = min(self.agent.provider_timeout_s + 1.0, MAX_HOLD_S)
         force_setattr(self, "faults", tuple(
@@ -721,6 +724,37 @@ class Scenario(Table, frozen=True, kw_only=True):
                     raise FieldError(f"duplicate id {item.id!r} (input and cancel ids share one "
                                      "namespace)", name, i, "id")
                 seen.add(item.id)
+
+
+def _unmeetable(rules: list[Rule], expect: Expect) -> FieldError | None:
+    """An expectation no run can meet, decided from the script alone; None when it can be met or
+    that cannot be decided (docs/scenarios.md, "Expectations the script cannot meet").
+
+    A run completes only on a final answer, and its answer is the text of the `reply.final` that
+    gave it (verbatim when it holds no placeholder: a placeholder brings in tool output, which
+    could hold anything). A script built in code with no rule (the verifier's tests) is left be.
+    """
+    if not rules:
+        return None
+    finals = [r.reply.final for r in rules if r.reply.final is not None]
+    if not finals and set(expect.outcome) == {Outcome.COMPLETED}:
+        return FieldError("the scenario expects the run to end completed, but no rule of the "
+                          "script gives a final answer (`reply.final`), and only a final answer "
+                          "completes a run; add such a rule, or expect another outcome",
+                          "expect", "outcome")
+    if not finals or Outcome.COMPLETED not in expect.outcome or any(
+            template.placeholders(f) for f in finals):
+        return None
+    for i, needle in enumerate(expect.final_answer_contains):
+        if not any(needle in f for f in finals):
+            at: tuple[str | int, ...] = ("final_answer_contains",)
+            if len(expect.final_answer_contains) > 1:
+                at = (*at, i)
+            quoted = "; ".join(repr(f) for f in finals)
+            return FieldError(f"no final answer of the script contains {needle!r}, so a completed "
+                              f"run can never meet it (the script's `reply.final` texts: {quoted})",
+                              "expect", *at)
+    return None
 
 
 def _call_key(call: CallSpec) -> tuple[ToolName, str | None]:

@@ -49,6 +49,7 @@ class MessagesOnlyAdapter:
                 t.integrity_error = f"{LOG} line {seq}: not JSON"
                 return t
             t.messages.append(_message(seq, m))
+            t.labels[seq] = str(m["role"])  # the label its commit probes report (`save`)
         t.commits = len(t.messages)
         if t.messages:
             last = t.messages[-1]

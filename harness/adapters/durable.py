@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 # what a valid log is live in one place. Other adapters read their agents' stores their own way.
 from crashmatrix.agent import inbox
 from crashmatrix.agent.log import LogCorrupt, read_commits
+from crashmatrix.agent.records import commit_label
 from crashmatrix.agent.recovery import DECLARED_BRANCHES
 from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
 from crashmatrix.harness.records.transcript import Message, Record, Run, ToolStart, Transcript, calls_of
@@ -85,6 +86,7 @@ def transcript_of(commits: Iterable[tuple[int, Sequence[Mapping[str, object]]]])
     count = 0
     for seq, entries in commits:
         count += 1
+        t.labels[seq] = commit_label([dict(e) for e in entries])
         for e in entries:
             _read_entry(t, runs, seq, e)
     t.commits = count

@@ -59,6 +59,9 @@ def _shape_error(r: CaseResult) -> str | None:
             return f"{name} must be a list of numbers"
     if r.note is not None and not isinstance(r.note, str):
         return "note must be a string"
+    if r.scenario_error is not None and not (
+            isinstance(r.scenario_error, dict) and isinstance(r.scenario_error.get("message"), str)):
+        return "scenario_error must be an object with a message"
     return None
 
 

@@ -44,6 +44,7 @@ from crashmatrix.harness.faults.registry import check_faults, faults_for
 from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.results import (
+    DEFAULT_MAX_EVENTS,
     RESULTS_FILE,
     CaseResult,
     ResultsError,
@@ -125,7 +126,8 @@ def _adapter(name: str) -> Adapter:
 @contextmanager
 def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool, spawn: str = "fork",
                    work: Path | None = None, coverage_dir: Path | None = None,
-                   resolved: Adapter | None = None) -> Iterator[RunnerConfig]:
+                   resolved: Adapter | None = None,
+                   max_events: int = DEFAULT_MAX_EVENTS) -> Iterator[RunnerConfig]:
     """`agent` as the user named it (recorded in results), or an adapter; `resolved`: the
     adapter a caller already resolved from that name (so it is looked up once)."""
     adapter = resolved or (_adapter(agent) if isinstance(agent, str) else agent)
@@ -139,7 +141,8 @@ def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool
     try:
         with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-") as tmp:
             yield RunnerConfig(adapter=adapter, provider=provider, work_root=work or Path(tmp),
-                               case_timeout_s=timeout, fsync=fsync, keep=keep, spawner=spawner,
+                               case_timeout_s=timeout, max_events=max_events, fsync=fsync,
+                               keep=keep, spawner=spawner,
                                coverage_dir=coverage_dir,
                                agent_ref=agent if isinstance(agent, str) else None)
     finally:
@@ -156,6 +159,9 @@ common_scenarios = [
                       "entry points: durable-agent, messages-only, ...) or mutant:NAME."),
     click.option("--timeout", default=60.0, show_default=True, metavar="S",
                  help="Per-case deadline; an agent that exceeds it is a liveness violation."),
+    click.option("--max-events", default=DEFAULT_MAX_EVENTS, show_default=True, metavar="N",
+                 type=click.IntRange(1), help="Step bound: an incarnation that emits more probe "
+                 "events is killed at once (a runaway loop, of the agent or the script)."),
     click.option("--fsync", type=click.Choice(["on", "off"]), default="off", show_default=True,
                  help="The agent's fsync setting (off is faster; SIGKILL does not lose written data)."),
     click.option("--spawn", type=click.Choice(["fork", "fresh"]), default="fork", show_default=True,
@@ -251,8 +257,8 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
 @click.option("--resume", is_flag=True,
               help="Continue the unfinished run in OUT (give the same options): cases that have a "
                    "result are not run again; the others are added to its results.")
-def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
-        spawn: str, depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool,
+def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
+        fsync: str, spawn: str, depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool,
         require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
@@ -305,7 +311,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         coverage_dir.mkdir(parents=True, exist_ok=True)
     with _runner_config(agent, timeout, fsync == "on", keep, spawn,
                         work=(out_dir / "cases") if keep else None,
-                        coverage_dir=coverage_dir, resolved=adapter) as runner_config:
+                        coverage_dir=coverage_dir, resolved=adapter,
+                        max_events=max_events) as runner_config:
         config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
                               jobs=jobs, shard=shard_spec, scenario_dirs=list(dirs))
         matrix = _Resumed(config, saved) if saved else Matrix(config)
@@ -351,15 +358,31 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     missing = coverage_failures(results, declared) if require_coverage else []
     if missing:
         click.echo(f"crashmatrix: error: {coverage_message(missing)}", err=True)
-    sys.exit(int(Exit.HELD if all(r.ok for r in results) and not missing else Exit.VIOLATIONS))
+    sys.exit(int(verdict_exit(results, bool(missing))))
+
+
+def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> Exit:
+    """1 when a case violated an invariant or was nondeterministic (or, where the caller has not
+    exited 3 for it, in error); else 2 (bad input) when a case is a scenario error, which says so
+    on stderr; else 1 for missing coverage; else 0."""
+    if any(not r.ok and r.verdict is not Verdict.SCENARIO_ERROR for r in results):
+        return Exit.VIOLATIONS
+    wrong = [r for r in results if r.verdict is Verdict.SCENARIO_ERROR]
+    if wrong:
+        names = ", ".join(sorted({r.scenario for r in wrong}))
+        click.echo(f"crashmatrix: error: {len(wrong)} case(s) are scenario errors ({names}): the "
+                   "scenario is wrong, not the agent; fix it as each cause says, then run again",
+                   err=True)
+        return Exit.USAGE
+    return Exit.VIOLATIONS if coverage_missing else Exit.HELD
 
 
 @click.command("list")
 @with_common
 @click.option("--cases", is_flag=True, help="Record each scenario and list its single-crash case ids.")
 @click.option("--agents", is_flag=True, help="List the registered agents: name, origin, capabilities.")
-def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, fsync: str,
-          spawn: str, cases: bool, agents: bool) -> None:
+def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
+          fsync: str, spawn: str, cases: bool, agents: bool) -> None:
     """List scenarios (with --cases, their case ids; with --agents, the agents instead)."""
     if agents:
         rows = [(a.name, a.origin, a.value, ", ".join(a.capabilities)) for a in list_agents()]
@@ -375,7 +398,8 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
         return
     adapter = _adapter(agent)
     _require(adapter, scenarios)
-    with _runner_config(agent, timeout, fsync == "on", False, spawn, resolved=adapter) as cfg:
+    with _runner_config(agent, timeout, fsync == "on", False, spawn, resolved=adapter,
+                        max_events=max_events) as cfg:
         for s in scenarios:
             for case in _enumerate(cfg, s):
                 click.echo(case.case_id)
@@ -394,7 +418,7 @@ def _enumerate(cfg: RunnerConfig, scenario: Scenario) -> list[Case]:
 @click.option("--file", "repro_file", type=click.Path(dir_okay=False),
               help="Replay a repro file written by `crashmatrix explore` (scenario, case and agent).")
 def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float,
-          fsync: str, spawn: str, keep: bool, repro_file: str | None) -> None:
+          max_events: int, fsync: str, spawn: str, keep: bool, repro_file: str | None) -> None:
     """Re-run exactly one case and print its timeline."""
     if repro_file is not None:
         _repro_file(Path(repro_file), timeout, fsync == "on", spawn, keep)
@@ -415,7 +439,8 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         fail(f"unknown scenario {case.scenario!r} in case id {case_id!r}{hint}")
         return
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
-    with _runner_config(agent, timeout, fsync == "on", keep, spawn, work=work) as cfg:
+    with _runner_config(agent, timeout, fsync == "on", keep, spawn, work=work,
+                        max_events=max_events) as cfg:
         _require(cfg.adapter, [scenario])
         try:
             check_faults(case, cfg.adapter)
@@ -436,7 +461,7 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         click.echo(line)
     if work is not None:
         click.echo(f"kept: {work}")
-    sys.exit(int(Exit.HELD if result.ok else Exit.VIOLATIONS))
+    sys.exit(int(verdict_exit([result])))
 
 
 def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool) -> None:
@@ -596,9 +621,11 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) ->
     completeness = judge(record, merged)
     if record is not None and record.shards is not None and record.shards.of > 1:
         s = record.shards
-        click.echo(f"crashmatrix: {len(s.present)} of {s.of} shards present"
-                   + (f"; missing: {', '.join(f'{k}/{s.of}' for k in s.missing)}" if s.missing else ""),
-                   err=True)
+        tail = (f"; {s.unchecked} input(s) say nothing of their shard, so which are missing "
+                "cannot be told" if s.unchecked
+                else f"; missing: {', '.join(f'{k}/{s.of}' for k in s.missing)}" if s.missing else "")
+        what = "described by a run.json" if s.unchecked else "present"
+        click.echo(f"crashmatrix: {len(s.present)} of {s.of} shards {what}{tail}", err=True)
     for i in shards:
         c = judge(i.record, i.results) if i.record is not None else None
         if c is not None and c.state is Completion.INCOMPLETE:
@@ -610,7 +637,7 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) ->
         click.echo(render_summary(merged, str(out_dir / RESULTS_FILE), completeness))
     if completeness.state is Completion.INCOMPLETE:
         sys.exit(int(Exit.HARNESS))
-    sys.exit(int(Exit.HELD if all(r.ok for r in merged) else Exit.VIOLATIONS))
+    sys.exit(int(verdict_exit(merged)))
 
 
 COMMANDS = [run, list_, repro, merge_, report]

@@ -26,6 +26,15 @@ class IncarnationTimeout(Exception):
     """The agent neither produced an event nor exited within the deadline."""
 
 
+class IncarnationRunaway(Exception):
+    """The agent emitted more probe events than the step bound allows one incarnation."""
+
+    def __init__(self, events: int, bound: int) -> None:
+        super().__init__(f"{events} probe events in one incarnation, over the bound of {bound}")
+        self.events = events
+        self.bound = bound
+
+
 _live: set[Incarnation] = set()
 _live_lock = threading.Lock()
 
@@ -73,7 +82,12 @@ def _descendants(pid: int) -> list[psutil.Process]:
 
 
 class Incarnation:
-    def __init__(self, launch: Launch, spawner: Spawner | None = None) -> None:
+    """`max_events`: the step bound; reading one event more raises IncarnationRunaway (the caller
+    kills the agent), so a loop that never ends is stopped promptly, not at the case deadline.
+    The kill lands exactly as a scheduled crash at that event would."""
+
+    def __init__(self, launch: Launch, spawner: Spawner | None = None,
+                 max_events: int | None = None) -> None:
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         try:
@@ -91,6 +105,7 @@ class Incarnation:
         self._count = 0  # events read from the channel
         self._granted = 0  # permits written: the agent may run through this event unasked
         self._closed = False
+        self._max_events = max_events
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._event_fd, selectors.EVENT_READ)
         with _live_lock:
@@ -101,7 +116,12 @@ class Incarnation:
         return self.proc.pid
 
     def next_event(self, deadline: float) -> ProbeEvent | None:
-        """The next probe event, or None once the agent closed the channel (it exited)."""
+        """The next probe event, or None once the agent closed the channel (it exited).
+
+        Raises IncarnationRunaway on event `max_events` + 1 (the agent waits there: it is never
+        granted a permit past the bound; the caller kills it), IncarnationTimeout past the
+        deadline.
+        """
         while b"\n" not in self._buf:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -115,6 +135,8 @@ class Incarnation:
         line, _, self._buf = self._buf.partition(b"\n")
         raw = json.loads(line)
         self._count += 1
+        if self._max_events is not None and self._count > self._max_events:
+            raise IncarnationRunaway(self._count, self._max_events)
         return ProbeEvent(self._count, raw["kind"], raw["label"], raw.get("detail") or {})
 
     def ack(self) -> None:
@@ -128,6 +150,11 @@ class Incarnation:
         caller grants N-1, and events before N cost no round trip (the caller still reads each
         of them, in order, from the channel).
         """
+        # Never past the step bound: the agent stops at event max_events + 1, which it reports
+        # and then waits at, so the kill that follows leaves a crash state the trace describes
+        # (a permit granted ahead would let it commit what no event read here records).
+        if self._max_events is not None:
+            n = min(n, self._max_events)
         # Callers grant at most a few hundred ahead, far below a pipe's 64 KiB, so the write
         # does not block; a short write (a signal) counts only what was written.
         while n > self._granted:

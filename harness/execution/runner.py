@@ -20,13 +20,14 @@ from typing import Any, Protocol
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
-from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout
+from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationRunaway, IncarnationTimeout
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.execution.workspace_files import snapshot
 from crashmatrix.harness.faults.interface import FaultKind
 from crashmatrix.harness.faults.registry import fault_named
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Observation, Request
+from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.scenarios.model import Scenario
 
@@ -50,6 +51,7 @@ class RunnerConfig:
     provider: ProviderHost
     work_root: Path
     case_timeout_s: float = 60.0
+    max_events: int = DEFAULT_MAX_EVENTS  # per incarnation; more is a runaway, killed at once
     fsync: bool = False
     keep: bool = False
     settle: bool = True
@@ -82,7 +84,7 @@ def _request(index: int, raw: Any) -> Request:
     return Request(index=index, messages=list(get("messages") or []),
                    status=int(get("status") or 0), fault=get("fault"),
                    error_type=error.get("type") if isinstance(error, dict) else None,
-                   reply=get("reply"))
+                   reply=get("reply"), rule=get("rule"))
 
 
 class CaseAborted(Exception):
@@ -173,7 +175,7 @@ class CaseRunner:
                     cover = (data, cfg.coverage_source)
                 self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
                                   cover)
-                if record.timed_out or record.nondeterministic:
+                if record.timed_out or record.nondeterministic or record.runaway:
                     break
                 # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles.
                 if step is None and (not cfg.settle or index > case.depth + 1):
@@ -226,7 +228,7 @@ class CaseRunner:
         launch = Launch(program=adapter.program, entry=adapter.python.entry if adapter.python else None,
                         args=args, cwd=case_dir, env=env,
                         output=case_dir / f"inc{record.index}.log", coverage=cover)
-        with Incarnation(launch, self.config.spawner) as inc:
+        with Incarnation(launch, self.config.spawner, self.config.max_events) as inc:
             try:
                 # Most scenarios deliver nothing: then no event needs a delivery check.
                 pending = _pending(scenario, deliveries)
@@ -254,6 +256,9 @@ class CaseRunner:
                     record.exit_code = inc.wait(deadline)
             except IncarnationTimeout:
                 record.timed_out = True
+                inc.kill()
+            except IncarnationRunaway as exc:
+                record.runaway = exc.events
                 inc.kill()
         record.duration_ms = (time.monotonic() - started) * 1000
 

@@ -8,8 +8,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from crashmatrix.harness.mutants import log_faults as G
 from crashmatrix.harness.mutants import loop_faults as L
 from crashmatrix.harness.mutants import recovery_faults as F
+from crashmatrix.harness.mutants import step_faults as S
 from crashmatrix.harness.mutants.naive import messages_only
 from crashmatrix.harness.mutants.patching import Patcher, PatchFn
 
@@ -26,6 +28,11 @@ class MutantName(StrEnum):
     SESSION_CALL_IDS = "session-call-ids"
     RESEND_TASK = "resend-task"
     BARE_CONTINUE = "bare-continue"
+    LATE_INTENT = "late-intent"
+    FRESH_RESULT_ID = "fresh-result-id"
+    REPAIR_DROPS_ONE_MORE = "repair-drops-one-more"
+    SPLIT_FINAL = "split-final"
+    RETRY_RESET = "retry-reset"
     MESSAGES_ONLY = "messages-only"
 
 
@@ -89,6 +96,29 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "On resume the agent adds a bare \"continue\" user message, words the user never said that "
        "the model then acts on.",
        L.bare_continue, "safe-read-rerun", "changelog-fast"),
+    _m(N.LATE_INTENT,
+       "The agent records that a call started only after the tool ran, just before its result, so "
+       "a crash in between leaves an effect no intent announced, which recovery cannot tell from a "
+       "call that never ran.",
+       L.late_intent, "changelog-fast"),
+    _m(N.FRESH_RESULT_ID,
+       "Recovery stores the result of an interrupted call under a new message id instead of the "
+       "one its intent reserved, so nothing ties the result to its intent and a repeated repair "
+       "cannot be recognised as the same result.",
+       F.fresh_result_id, "changelog-fast", "safe-read-rerun"),
+    _m(N.REPAIR_DROPS_ONE_MORE,
+       "The torn-tail repair truncates one good commit too many, so a commit the agent had "
+       "acknowledged, and acted on, silently disappears after a crash in the middle of a write.",
+       G.repair_drops_one_more, "changelog-fast"),
+    _m(N.SPLIT_FINAL,
+       "The final answer and the run's end are saved in two writes, and recovery continues a run "
+       "whose last message is its final answer, so the model is asked again after it answered "
+       "and may act again.",
+       S.split_final, "final-ends-run", "finished"),
+    _m(N.RETRY_RESET,
+       "The committed retry count is not read back after a crash, so the attempts start again "
+       "at 1 after every restart and a provider that stays down is retried far past max_retries.",
+       S.retry_reset, "retries-exhausted"),
     _m(N.MESSAGES_ONLY,
        "A framework that persists the message history but has no recovery rules re-runs whatever "
        "has no result and resumes whatever is open.",

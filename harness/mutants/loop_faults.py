@@ -93,3 +93,21 @@ def resend_task(p: Patcher) -> None:
 def bare_continue(p: Patcher) -> None:
     # The fault: a resume nudges the model with a user message the user never wrote.
     _message_on_resume(p, lambda s: BARE_CONTINUE)
+
+
+def late_intent(p: Patcher) -> None:
+    held: WeakKeyDictionary[Agent, list[Entry]] = WeakKeyDictionary()
+    commit: Commit = Agent.commit
+
+    def commit_intent_late(self: Agent, entries: list[Entry]) -> int:
+        if entries and all(e["type"] == EntryType.TOOL_STARTED for e in entries):
+            # The fault: the intent is kept in memory while the tool runs, and written only with
+            # the result, just before it: a crash in between leaves an effect with no intent.
+            held[self] = entries
+            return self.log.next_seq
+        late = held.pop(self, None)
+        if late is not None:
+            commit(self, late)
+        return commit(self, entries)
+
+    p.replace(Agent, "commit", commit_intent_late)

@@ -150,3 +150,17 @@ def session_call_ids(p: Patcher) -> None:
                 for c in assistants[-1].get("tool_calls") or [] if c["id"] not in answered]
 
     p.replace(state, "pending_calls", pending_calls)
+
+
+def fresh_result_id(p: Patcher) -> None:
+    repair: Callable[[Agent, str, CallRepair], Entry] = Agent._repair_message
+
+    def repair_message(self: Agent, run_id: str, r: CallRepair) -> Entry:
+        entry = repair(self, run_id, r)
+        if r.call.started is None:
+            return entry
+        # The fault: recovery names its repairs by its own scheme, as if nothing had been
+        # reserved, instead of taking the result id the call's tool_started reserved.
+        return {**entry, "id": f"m{self.log.next_seq}.c-{r.call.call_id}"}
+
+    p.replace(Agent, "_repair_message", repair_message)

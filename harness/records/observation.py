@@ -26,6 +26,9 @@ class IncarnationRecord:
     commits_before: int = 0  # commits in the store before this incarnation started
     # The extra `recover` after the work is done: it must find nothing to do.
     settle: bool = False
+    # Killed by the harness at this probe event, one past the step bound (`--max-events`),
+    # without having ended: a runaway loop, of the agent or of the scenario's script.
+    runaway: int | None = None
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class Request:
     fault: str | None = None
     error_type: str | None = None  # the error body's type, when the provider refused the request
     reply: dict[str, Any] | None = None  # the assistant message the provider answered with
+    rule: str | None = None  # the name of the script rule that gave the reply
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,19 @@ class Verdict(StrEnum):
     FAIL = "fail"  # an invariant was violated
     NONDETERMINISTIC = "nondeterministic"  # the crash point was not the recorded event
     ERROR = "error"  # the harness itself failed on this case
+    # The scenario, not the agent, is wrong: its script has no rule for a request the agent made,
+    # or it never lets the conversation end. `CaseResult.scenario_error` holds the cause.
+    SCENARIO_ERROR = "scenario-error"
 
 
 RESULTS_FILE = "results.jsonl"
 # The agent a run tests unless told otherwise (an adapter registered under this name).
 DEFAULT_AGENT = "durable-agent"
+# The step bound (`--max-events`): probe events one incarnation may emit before the harness kills
+# it as a runaway. A built-in scenario's incarnation emits under 100; the reference agent's own
+# step limit (100 model replies) ends a run within about 1,500. Ten thousand leaves an agent of
+# your own room for long tasks and still ends a loop in seconds, long before the case deadline.
+DEFAULT_MAX_EVENTS = 10_000
 
 
 class ResultsError(Exception):
@@ -49,6 +57,10 @@ class CaseResult:
     note: str | None = None
     # Invariants that could not be judged for this agent, with why: {"invariant", "reason"}.
     not_applicable: list[dict[str, str]] = field(default_factory=list)
+    # The scenario mistake the case ran into, if any: {"kind": "script-gap" | "script-loop",
+    # "message", "fix", ...evidence} (harness/verify/scenario_error.py). With verdict
+    # scenario-error it is the whole verdict; beside a `fail`, a note on what else went wrong.
+    scenario_error: dict[str, Any] | None = None
 
     @property
     def invariants(self) -> list[str]:
@@ -183,11 +195,14 @@ def summary(results: list[CaseResult], out: str | None = None) -> dict[str, Any]
         s["cases"] += 1
         s["passed" if r.ok else "failed"] += 1
     failures = [{"case": r.case, "verdict": r.verdict.value, "invariants": r.invariants,
-                 "repro": r.repro} for r in results if not r.ok]
+                 "repro": r.repro, **({"cause": r.scenario_error.get("message")}
+                                      if r.scenario_error else {})}
+                for r in results if not r.ok]
     return {
         "cases": len(results),
         "passed": sum(1 for r in results if r.ok),
         "failed": sum(1 for r in results if not r.ok),
+        "scenario_errors": sum(1 for r in results if r.verdict is Verdict.SCENARIO_ERROR),
         "scenarios": scenarios,
         "failures": failures,
         "not_applicable": not_applicable(results),

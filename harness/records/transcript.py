@@ -95,6 +95,9 @@ class Transcript:
     starts: list[ToolStart] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     commits: int = 0
+    # Each commit's label by seq, as the agent's commit probes name it (durable-commits compares
+    # them); empty when the adapter does not say, and then only the seqs are compared.
+    labels: dict[int, str] = field(default_factory=dict)
     # Set when the store could not be read: that alone violates log-integrity.
     integrity_error: str | None = None
     # Set when the reader had to drop a torn last commit (legal after a crash, reported).

@@ -22,6 +22,11 @@ class InvariantId(StrEnum):
     RESUME_BUDGET = "resume-budget"
     QUEUED_INPUT = "queued-input"
     RETRY_INTENT = "retry-intent"
+    INTENT_BEFORE_EFFECT = "intent-before-effect"
+    RESERVED_RESULT = "reserved-result"
+    DURABLE_COMMITS = "durable-commits"
+    FINAL_ENDS_RUN = "final-ends-run"
+    RETRY_BOUND = "retry-bound"
     LIVENESS = "liveness"
     SCENARIO_ORACLE = "scenario-oracle"
 

@@ -10,7 +10,10 @@ from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, NotApplicable, Violation
 from crashmatrix.harness.verify.at_most_once import check_at_most_once
 from crashmatrix.harness.verify.continuation import check_continuation
+from crashmatrix.harness.verify.durable_commits import check_durable_commits
+from crashmatrix.harness.verify.final_ends_run import check_final_ends_run
 from crashmatrix.harness.verify.finished import check_finished_stays_finished
+from crashmatrix.harness.verify.intent_before_effect import check_intent_before_effect
 from crashmatrix.harness.verify.liveness import check_liveness
 from crashmatrix.harness.verify.log_integrity import check_log_integrity
 from crashmatrix.harness.verify.no_silent_success import check_no_silent_success
@@ -18,7 +21,9 @@ from crashmatrix.harness.verify.oracle import check_scenario_oracle
 from crashmatrix.harness.verify.pairing import check_pairing
 from crashmatrix.harness.verify.provider_view import provider_transcript
 from crashmatrix.harness.verify.queued_input import check_queued_input
+from crashmatrix.harness.verify.reserved_result import check_reserved_result
 from crashmatrix.harness.verify.resume_budget import check_resume_budget
+from crashmatrix.harness.verify.retry_bound import check_retry_bound
 from crashmatrix.harness.verify.retry_intent import check_retry_intent
 from crashmatrix.harness.verify.safe_rerun import check_safe_rerun
 from crashmatrix.harness.verify.trace import shared_trace
@@ -37,6 +42,11 @@ CHECKS: Mapping[InvariantId, Check] = MappingProxyType({
     InvariantId.RESUME_BUDGET: check_resume_budget,
     InvariantId.QUEUED_INPUT: check_queued_input,
     InvariantId.RETRY_INTENT: check_retry_intent,
+    InvariantId.INTENT_BEFORE_EFFECT: check_intent_before_effect,
+    InvariantId.RESERVED_RESULT: check_reserved_result,
+    InvariantId.DURABLE_COMMITS: check_durable_commits,
+    InvariantId.FINAL_ENDS_RUN: check_final_ends_run,
+    InvariantId.RETRY_BOUND: check_retry_bound,
     InvariantId.LIVENESS: check_liveness,
     InvariantId.SCENARIO_ORACLE: check_scenario_oracle,
 })
@@ -57,6 +67,9 @@ FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
     InvariantId.RESUME_BUDGET: "the resume counts the runs record",
     InvariantId.QUEUED_INPUT: "how the inputs were taken into the store",
     InvariantId.RETRY_INTENT: "the retry_pending records",
+    InvariantId.INTENT_BEFORE_EFFECT: "the recorded intents (tool_started) the effects must follow",
+    InvariantId.RESERVED_RESULT: "the result ids the intents (tool_started) reserved",
+    InvariantId.DURABLE_COMMITS: "the commits the store holds, to compare with those acknowledged",
 })
 # Judged in part from the provider's requests alone; the part that needs the store is named.
 PARTLY_FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
@@ -69,6 +82,12 @@ PARTLY_FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
     InvariantId.AT_MOST_ONCE: "each call's recorded replay policy (judged: the effects in the "
                               "workspace, its witnesses and the probes, against the calls the model "
                               "asked for)",
+    InvariantId.FINAL_ENDS_RUN: "where a final answer's commit landed and which run chain each "
+                                "request was made for (judged: no request's history goes on past "
+                                "a final answer without a new user message)",
+    InvariantId.RETRY_BOUND: "the attempt numbers the retry_pending records carry (judged: the "
+                             "retryable failures of each step, as the provider saw them, against "
+                             "max_retries and the crashes)",
 })
 
 

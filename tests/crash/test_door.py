@@ -19,7 +19,9 @@ TOY = ROOT / "examples" / "toy_agent"
 CLI = [sys.executable, "-m", "crashmatrix"]
 STORE_BOUND = {"log-integrity", "pairing", "no-silent-success", "safe-rerun", "finished-stays-finished",
                "scenario-oracle", "liveness", "at-most-once",
-               "continuation", "resume-budget", "queued-input", "retry-intent"}
+               "continuation", "resume-budget", "queued-input", "retry-intent",
+               "intent-before-effect", "reserved-result", "durable-commits", "final-ends-run",
+               "retry-bound"}
 
 
 def crashmatrix(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -404,6 +404,22 @@ def test_merge_with_a_missing_shard_says_which_and_exits_3(tmp_path: Path) -> No
     assert "(shard 2/3 missing)" in report.stderr
 
 
+def test_merge_does_not_call_a_shard_without_run_json_missing(tmp_path: Path) -> None:
+    # A CI artifact may hold only results.jsonl: it may be any shard, so none is named missing.
+    s1, s2 = shards(tmp_path, 2, 1, 2)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "results.jsonl").write_bytes((s2 / "results.jsonl").read_bytes())
+    merged = tmp_path / "m"
+    proc = crashmatrix("merge", str(s1), str(bare), "--out", str(merged))
+    assert proc.returncode == 0, proc.stderr
+    assert "missing:" not in proc.stderr
+    assert "INCOMPLETE" not in proc.stderr + proc.stdout
+    assert "which are missing cannot be told" in proc.stderr
+    assert run_json(merged)["complete"] is None
+    assert set(verdicts(merged)) == set(verdicts(s1)) | set(verdicts(s2))
+
+
 def test_merge_refuses_two_records_of_a_case_that_differ_in_trace(tmp_path: Path) -> None:
     (s1,) = shards(tmp_path, 2, 1)
     other = tmp_path / "other"

@@ -80,7 +80,7 @@ def test_the_report_renders_its_grids_and_coverage_without_console_messages(tmp_
     assert len(dom.all("table", id="coverage")) == 1
     assert len(dom.all("tr", **{"class": "s-reached"})) == 3
     assert len(dom.all("tr", **{"class": "s-unreached"})) == 1
-    assert len(dom.all("section", **{"class": "timeline"})) == 4
+    assert len(dom.all("section", **{"class": "timeline"})) == 5
 
 
 @needs_chromium

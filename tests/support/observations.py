@@ -417,3 +417,39 @@ def check(obs: Observation, scenario: Scenario | None = None) -> list[Violation]
 
 def ids(violations: list[Violation]) -> set[InvariantId]:
     return {v.invariant for v in violations}
+
+
+# -- intent, reserved ids and durable commits (the verdict-power invariants) ------------------
+def late_intent_builder() -> ObservationBuilder:
+    """Crash-free, but append_note's tool_started is committed after the tool ran, just before
+    its result (the mutant late-intent)."""
+    b = ObservationBuilder()
+    run_id = b.start()
+    assistant_id = b.ask(run_id, APPEND)
+    content, is_error = b.effect(APPEND)
+    result_id = b.started(run_id, assistant_id, APPEND)
+    b.result(run_id, result_id, APPEND, content, is_error=is_error)
+    finish(b, run_id)
+    return b
+
+
+def lost_intent_builder() -> ObservationBuilder:
+    """Killed (and torn) as append_note's result is written; the torn-tail repair then drops the
+    acknowledged tool_started too (the mutant repair-drops-one-more), so recovery sees a call
+    that never started and stores an unknown outcome under a result id of its own."""
+    b = ObservationBuilder()
+    run_id = b.start()
+    assistant_id = b.ask(run_id, APPEND)
+    result_id = b.started(run_id, assistant_id, APPEND)
+    content, is_error = b.effect(APPEND)
+    b.commit([b.result_entry(run_id, result_id, APPEND, content, is_error=is_error)],
+             K.COMMIT_WRITTEN)
+    b.kill()
+    del b.commits[-2:]  # the torn result, and the good tool_started before it
+    b.incarnation()
+    b.branch(B.TORN_TAIL_REPAIRED)
+    b.branch(B.CALL_UNKNOWN_NOT_STARTED)
+    b.branch(B.CONTINUE_AFTER_TOOL_RESULT)
+    repair = b.unknown(run_id, f"m{b.next_seq}.c-{APPEND['id']}", APPEND)
+    finish(b, b.resume(run_id, [repair], attempt=1))
+    return b

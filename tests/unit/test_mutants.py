@@ -85,7 +85,7 @@ def test_the_catalogue_names_every_mutant_of_the_issue_with_a_failure_class_and_
 
     builtins = load_builtin()
     assert list(CATALOGUE) == list(MutantName)
-    assert len(CATALOGUE) >= 12
+    assert len(CATALOGUE) >= 15
     for m in CATALOGUE.values():
         assert m.failure.endswith("."), m.name
         assert ". " not in m.failure, f"{m.name}: one sentence"
@@ -94,7 +94,8 @@ def test_the_catalogue_names_every_mutant_of_the_issue_with_a_failure_class_and_
 
 
 def _seams() -> dict[tuple[str, str], object]:
-    owners: list[Any] = [loop, recovery, state, R, inbox, provider, Agent, provider.ProviderClient]
+    owners: list[Any] = [loop, recovery, state, R, inbox, provider, Agent, provider.ProviderClient,
+                         SessionLog]
     return {(repr(o), k): v for o in owners for k, v in vars(o).items()}
 
 

@@ -210,7 +210,7 @@ def test_report_finds_lines_lost_from_a_finished_run(tmp_path: Path) -> None:
     save(results[:-1], tmp_path, finished_run(results))  # the last line lost after the run ended
     got = invoke(str(tmp_path))
     assert got.exit_code == Exit.HARNESS
-    assert "results.jsonl holds fewer results than run.json expects (tool-stop: 3 of 4)" in got.output
+    assert "results.jsonl holds fewer results than run.json expects (tool-stop: 4 of 5)" in got.output
     save(results, tmp_path, finished_run(results))
     assert invoke(str(tmp_path)).exit_code == 0
 

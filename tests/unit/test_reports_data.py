@@ -23,6 +23,14 @@ SETTLE = ["recovery.branch:nothing.no_open_run"]
 DECLARED = ("nothing.no_open_run", "call.unknown_recorded_never", "continue.after_tool_result",
             "close.budget_exhausted")
 FAILING = "changelog/13:effect.after:append_note/kill"
+# A scenario error's cause as harness/verify/scenario_error.py records it: a script gap.
+GAP_HEADLINE = ("request #1 (inc2, recover) got HTTP 400 crashmatrix_script_gap: no rule of the "
+                "script matches this request; add a rule whose `when` holds for it")
+GAP = {"kind": "script-gap", "headline": GAP_HEADLINE,
+       "message": f"{GAP_HEADLINE}; its last messages: tool: call_0: ERROR: <unknown> & more",
+       "request": 1, "incarnation": 2, "messages": 3, "fix": "add a rule",
+       "last_messages": [{"role": "assistant", "text": "calls append_note(path=CHANGELOG.md)"},
+                         {"role": "tool", "text": "call_0: ERROR: <unknown> & more"}]}
 REPRO = f"crashmatrix repro {FAILING}"
 
 
@@ -74,7 +82,9 @@ def sample_results() -> list[CaseResult]:
             make(Case("tool-stop", (step(5),)), Verdict.NONDETERMINISTIC,
                  note="crash point 05 was provider.before:chat, recorded inbox.poll:inbox"),
             make(Case("tool-stop", (step(6),)), Verdict.ERROR, note="harness: agent never started"),
-            make(Case("tool-stop", (step(7),)))]
+            make(Case("tool-stop", (step(7),))),
+            make(Case("tool-stop", (step(8),)), Verdict.SCENARIO_ERROR, note=GAP["message"],
+                 scenario_error=GAP)]
     return out
 
 

@@ -23,9 +23,10 @@ def many_failures(count: int) -> list[CaseResult]:
 
 def test_markdown_has_totals_scenarios_failures_with_repro_and_coverage() -> None:
     text = markdown.render(sample_results(), DECLARED)
-    assert "**26** cases: 22 held, 2 violated, 1 nondeterministic, 1 harness errors" in text
-    assert "| `changelog` | 22 | 20 | 2 | 0 | 0 |" in text
-    assert "| `tool-stop` | 4 | 2 | 0 | 1 | 1 |" in text
+    assert ("**27** cases: 22 held, 2 violated, 1 nondeterministic, 1 harness errors, "
+            "1 scenario errors") in text
+    assert "| `changelog` | 22 | 20 | 2 | 0 | 0 | 0 |" in text
+    assert "| `tool-stop` | 5 | 2 | 0 | 1 | 1 | 1 |" in text
     assert f"- `{FAILING}`: fail (at-most-once, scenario-oracle)" in text
     assert "  - `at-most-once`: `append_note ran twice: 2 lines in CHANGELOG.md`" in text
     assert f"  - reproduce: `{REPRO}`" in text
@@ -58,7 +59,7 @@ def test_junit_parses_and_its_counts_match_the_results() -> None:
     results = sample_results()
     root = ET.fromstring(junit.render(results).encode())
     assert root.tag == "testsuites"
-    assert (root.get("tests"), root.get("failures"), root.get("errors")) == (str(len(results)), "2", "2")
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == (str(len(results)), "2", "3")
     suites = {s.get("name"): s for s in root.findall("testsuite")}
     assert set(suites) == {"changelog", "tool-stop"}
     for name, suite in suites.items():
@@ -84,7 +85,8 @@ def test_a_forced_failure_carries_invariants_messages_and_the_repro_command() ->
     assert "scenario-oracle: CHANGELOG.md differs" in failure.text
     assert failure.text.rstrip().endswith(f"reproduce: {REPRO}")
     errors = {c.get("name"): c.find("error") for c in root.iter("testcase") if c.find("error") is not None}
-    assert {e.get("type") for e in errors.values() if e is not None} == {"nondeterministic", "error"}
+    assert {e.get("type") for e in errors.values() if e is not None} == {
+        "nondeterministic", "error", "scenario-error"}
 
 
 def test_junit_survives_markup_and_control_characters() -> None:
@@ -141,7 +143,7 @@ def test_html_grid_has_a_titled_cell_per_case_in_event_order() -> None:
 
 def test_html_draws_a_timeline_per_failing_case_and_the_coverage_table() -> None:
     page = html.render(sample_results(), DECLARED)
-    assert page.count('<section class="timeline"') == 4
+    assert page.count('<section class="timeline"') == 5
     assert '<li class="crash" title="SIGKILL here">13 effect.after:append_note ✕ killed</li>' in page
     assert f'<code class="repro">{REPRO}</code>' in page
     assert "incarnation 3 (settle): exit code 0" in page

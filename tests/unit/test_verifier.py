@@ -21,9 +21,12 @@ from tests.support.observations import (
     changelog_baseline,
     changelog_builder,
     changelog_scenario,
+    late_intent_builder,
+    lost_intent_builder,
     lying_success_builder,
     rerun_builder,
 )
+from tests.support.step_observations import asked_after_final, retries_restarted
 
 Id = InvariantId
 Case = tuple[Observation, Scenario]
@@ -37,7 +40,10 @@ def test_invariant_ids_are_the_design_vocabulary_in_report_order() -> None:
     assert [i.value for i in InvariantId] == [
         "log-integrity", "pairing", "at-most-once", "no-silent-success", "safe-rerun",
         "finished-stays-finished", "continuation", "resume-budget", "queued-input",
-        "retry-intent", "liveness", "scenario-oracle",
+        "retry-intent",
+        "intent-before-effect", "reserved-result", "durable-commits",
+        "final-ends-run", "retry-bound",
+        "liveness", "scenario-oracle",
     ]
     assert list(CHECKS) == list(InvariantId)
 
@@ -131,6 +137,22 @@ def _failed_request_passed_off_as_reply() -> Case:
     return obs, scenario
 
 
+def _intent_after_effect() -> Case:
+    return late_intent_builder().build(), changelog_scenario()
+
+
+def _repair_under_a_fresh_id() -> Case:
+    obs, scenario = _baseline()
+    messages = obs.transcript.messages
+    k = next(k for k, m in enumerate(messages) if m.recovered == "unknown")
+    messages[k] = dataclasses.replace(messages[k], msg_id=f"m{messages[k].seq}.c-call_1")
+    return obs, scenario
+
+
+def _acknowledged_commit_lost() -> Case:
+    return lost_intent_builder().build(), changelog_scenario()
+
+
 def _settle_hangs() -> Case:
     obs, scenario = _baseline()
     obs.incarnations[-1].timed_out = True
@@ -145,16 +167,24 @@ def _expects_cancelled() -> Case:
 
 MUTATIONS: dict[InvariantId, tuple[Callable[[], Case], set[InvariantId]]] = {
     Id.LOG_INTEGRITY: (_store_unreadable, {Id.LOG_INTEGRITY}),
-    # The provider saw the history before the duplicate was committed: the store diverges too.
-    Id.PAIRING: (_duplicate_result, {Id.PAIRING, Id.CONTINUATION}),
+    # The provider saw the history before the duplicate was committed: the store diverges too;
+    # and the duplicate is not under the id the call's tool_started reserved.
+    Id.PAIRING: (_duplicate_result, {Id.PAIRING, Id.CONTINUATION, Id.RESERVED_RESULT}),
     Id.AT_MOST_ONCE: (_witness_ran_twice, {Id.AT_MOST_ONCE}),
     Id.NO_SILENT_SUCCESS: (_silent_success, {Id.NO_SILENT_SUCCESS}),
     Id.SAFE_RERUN: (_never_call_rerun, {Id.SAFE_RERUN}),
-    Id.FINISHED_STAYS_FINISHED: (_settle_asks_provider, {Id.FINISHED_STAYS_FINISHED}),
+    # Asking after the completed run's final answer: its run chain had ended too.
+    Id.FINISHED_STAYS_FINISHED: (_settle_asks_provider, {Id.FINISHED_STAYS_FINISHED,
+                                                         Id.FINAL_ENDS_RUN}),
     Id.CONTINUATION: (_bare_continue_sent, {Id.CONTINUATION}),
     Id.RESUME_BUDGET: (_no_budget, {Id.RESUME_BUDGET}),
     Id.QUEUED_INPUT: (_input_lost, {Id.QUEUED_INPUT}),
     Id.RETRY_INTENT: (_failed_request_passed_off_as_reply, {Id.RETRY_INTENT}),
+    Id.INTENT_BEFORE_EFFECT: (_intent_after_effect, {Id.INTENT_BEFORE_EFFECT}),
+    Id.RESERVED_RESULT: (_repair_under_a_fresh_id, {Id.RESERVED_RESULT}),
+    Id.DURABLE_COMMITS: (_acknowledged_commit_lost, {Id.DURABLE_COMMITS}),
+    Id.FINAL_ENDS_RUN: (asked_after_final, {Id.FINAL_ENDS_RUN}),
+    Id.RETRY_BOUND: (retries_restarted, {Id.RETRY_BOUND}),
     Id.LIVENESS: (_settle_hangs, {Id.LIVENESS}),
     Id.SCENARIO_ORACLE: (_expects_cancelled, {Id.SCENARIO_ORACLE}),
 }
@@ -225,7 +255,8 @@ def test_without_a_store_the_store_bound_invariants_are_not_applicable_and_the_r
     partly = {n.invariant for n in judgement.not_applicable if n.partly}
     assert whole == set(FROM_STORE)
     assert partly == {InvariantId.PAIRING, InvariantId.CONTINUATION, InvariantId.SCENARIO_ORACLE,
-                      InvariantId.LIVENESS, InvariantId.AT_MOST_ONCE}
+                      InvariantId.LIVENESS, InvariantId.AT_MOST_ONCE, InvariantId.FINAL_ENDS_RUN,
+                      InvariantId.RETRY_BOUND}
     assert set(InvariantId) == whole | partly, "every invariant is judged, partly judged or said"
     assert all("no 'store' capability" in n.reason for n in judgement.not_applicable)
     # With a store, nothing is left unjudged.

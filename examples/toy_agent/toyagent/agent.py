@@ -78,6 +78,11 @@ def main(argv: list[str]) -> int:
                 call(log, Path(workspace), c)
         if pending:
             continue
+        if messages and messages[-1]["role"] == "assistant" and not messages[-1].get("tool_calls"):
+            # Killed between the final answer and "done": the answer ended the run; asking the
+            # model again would let it act after it said it was finished (final-ends-run).
+            commit(log, {"type": "done"})
+            return 0
         reply = ask(url, messages, tools.split(","))
         commit(log, {"type": "message", "message": reply})
         if not reply.get("tool_calls"):

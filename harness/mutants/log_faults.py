@@ -1,0 +1,31 @@
+"""Faulty session-log rules: how a restarted agent repairs what a crash left in its log."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from crashmatrix.agent.log import SessionLog
+from crashmatrix.agent.records import EntryType
+from crashmatrix.harness.mutants.patching import Patcher
+
+
+def repair_drops_one_more(p: Patcher) -> None:
+    open_log: Callable[[SessionLog], None] = SessionLog.open
+
+    def open_and_repair(self: SessionLog) -> None:
+        open_log(self)
+        if self.repair is None or not self.commits or self._fd is None:
+            return
+        if any(e["type"] != EntryType.TOOL_STARTED for e in self.commits[-1].entries):
+            return
+        # The fault: the repair takes an intent whose result was the torn write for part of
+        # that write, and cuts back to the start of the last good line instead of its end: the
+        # acknowledged tool_started goes with the torn result.
+        data = self.path.read_bytes()
+        keep = data.rstrip(b"\n").rfind(b"\n") + 1
+        os.ftruncate(self._fd, keep)
+        os.fsync(self._fd)
+        self.commits.pop()
+
+    p.replace(SessionLog, "open", open_and_repair)
