@@ -273,6 +273,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                        f"its [matrix] max_depth ({s.source})", err=True)
     out_dir = Path(out)
     options = RunOptions(agent=agent, depth=depth, fsync=fsync == "on", timeout=timeout, spawn=spawn,
+                         max_events=max_events,
                          scenarios=tuple(s.name for s in scenarios),
                          shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None)
     if resume:

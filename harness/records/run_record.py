@@ -44,6 +44,7 @@ class RunOptions:
     fsync: bool | None = None
     timeout: float | None = None
     spawn: str | None = None
+    max_events: int | None = None  # the step bound: a lower one turns long runs into verdicts
     scenarios: tuple[str, ...] | None = None
     shard: str | None = None  # "K/N"
 
@@ -102,6 +103,7 @@ class RunRecord:
         data: dict[str, Any] = {
             "format": self.format, "agent": o.agent, "declared_branches": list(self.declared_branches),
             "depth": o.depth, "fsync": o.fsync, "timeout": o.timeout, "spawn": o.spawn,
+            "max_events": o.max_events,
             "scenarios": None if o.scenarios is None else list(o.scenarios), "shard": o.shard,
             "expected": None if self.expected is None else dict(self.expected),
             "expected_total": self.expected_total, "known": self.known, "done": self.done,
@@ -133,6 +135,7 @@ class RunRecord:
                 fsync=get("fsync", _is_bool, "true or false"),
                 timeout=_float(get("timeout", _is_number, "a number")),
                 spawn=get("spawn", _is_str, "a string"),
+                max_events=get("max_events", _is_count, "a count"),
                 scenarios=None if scenarios is None else tuple(scenarios),
                 shard=get("shard", _is_str, "a string K/N, or null")),
             expected=expected,

@@ -359,6 +359,9 @@ def test_resume_with_other_options_or_nothing_to_resume_is_refused(tmp_path: Pat
     assert proc.returncode == 2
     assert "depth is 1 there and 2 here; fsync is false there and true here" in proc.stderr
     assert files(out) == before, "nothing touched"
+    proc = tiny(out, "--resume", "--max-events", "500")
+    assert proc.returncode == 2
+    assert "max_events is 10000 there and 500 here" in proc.stderr
     proc = tiny(tmp_path / "empty", "--resume")
     assert proc.returncode == 2
     assert "run.json does not exist, so there is no run to continue" in proc.stderr
