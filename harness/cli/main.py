@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 import threading
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ from crashmatrix.harness.cli.explore import explore
 from crashmatrix.harness.cli.mutants import mutants
 from crashmatrix.harness.cli.run import COMMANDS
 from crashmatrix.harness.cli.schema import schema
-from crashmatrix.harness.execution.matrix import STOP_SIGNALS, Interrupted
+from crashmatrix.harness.execution.stop_signals import Interrupted, stop_signals_handled
 from crashmatrix.harness.plugins import PluginError
 from crashmatrix.scenarios import ScenarioError, resolve
 
@@ -47,23 +46,14 @@ def _stop_signals_raise() -> Iterator[None]:
     By default SIGTERM ends the process on the spot: no summary, the scratch tree left behind,
     agents running on. Raised, it unwinds the command like Ctrl-C: every `with` closes (agents
     killed, zygote closed, scratch tree removed), and the matrix turns both into a stop at a safe
-    point while it runs. An inherited ignored SIGINT is replaced as well, for the reason
-    matrix._stop_signals_at_safe_points gives. Only the main thread can set handlers.
+    point while it runs.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise Interrupted(signum)
 
-    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
-    try:
+    with stop_signals_handled(handler):
         yield
-    finally:
-        for s, h in previous.items():
-            # None: a handler installed from outside Python, which cannot be put back.
-            signal.signal(s, signal.SIG_DFL if h is None else h)
 
 
 @click.group(cls=_Main)
@@ -79,12 +69,8 @@ def _until_signalled() -> Iterator[threading.Event]:
     def handler(signum: int, frame: FrameType | None) -> None:
         done.set()
 
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with stop_signals_handled(handler):
         yield done
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 @main.command("fake-provider")

@@ -7,7 +7,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeGuard
 
 import click
 
@@ -18,6 +17,7 @@ from crashmatrix.harness.records.run_record import (
     Completeness,
     Completion,
     RunRecord,
+    is_str_list,
     judge,
     read_run,
     run_file_for,
@@ -36,10 +36,6 @@ def coverage_message(missing: Sequence[str]) -> str:
             + ", ".join(missing))
 
 
-def _is_str_list(value: Any) -> TypeGuard[list[str]]:
-    return isinstance(value, list) and all(isinstance(x, str) for x in value)
-
-
 def _shape_error(r: CaseResult) -> str | None:
     """What makes a record unrenderable, or None; `load` checks JSON and verdict, not field types."""
     if not isinstance(r.case, str) or not isinstance(r.scenario, str) or not isinstance(r.repro, str):
@@ -49,9 +45,9 @@ def _shape_error(r: CaseResult) -> str | None:
     if not isinstance(r.violations, list) or not all(
             isinstance(v, dict) and isinstance(v.get("invariant"), str) for v in r.violations):
         return "violations must be a list of objects with an invariant id"
-    if not _is_str_list(r.branches):
+    if not is_str_list(r.branches):
         return "branches must be a list of strings"
-    if not isinstance(r.trace, list) or not all(_is_str_list(t) for t in r.trace):
+    if not isinstance(r.trace, list) or not all(is_str_list(t) for t in r.trace):
         return "trace must hold a list of event strings per incarnation"
     for name in ("crashed_at", "exit_codes", "incarnation_ms"):
         value = getattr(r, name)

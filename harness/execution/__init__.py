@@ -9,5 +9,6 @@
     matrix         a whole matrix: record, enumerate, run, go deeper
     scratch        where case trees live (tmpfs when it can), and the sweep of dead ones
     workspace_files  what a case's workspace holds, read without following links
+    stop_signals   SIGINT and SIGTERM: the one way a command installs its handler for them
     covered, line_coverage   --line-coverage of the recovery incarnations
 """

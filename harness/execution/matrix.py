@@ -20,27 +20,13 @@ from crashmatrix.harness.enumeration import crash_loop_extension, extensions, in
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.runner import CaseAborted, CaseRunner, RunnerConfig
+from crashmatrix.harness.execution.stop_signals import Interrupted, stop_signals_handled
 from crashmatrix.harness.faults.registry import faults_for
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios.model import Scenario
 
 OnResult = Callable[[CaseResult, int], None]  # a finished case, and the cases known so far
-
-# The signals that stop a run cleanly: Ctrl-C, and what CI cancel, `timeout` and container stop send.
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-
-class Interrupted(KeyboardInterrupt):
-    """A stop signal reached the harness; its text names it: "interrupted by SIGTERM".
-
-    A KeyboardInterrupt, so whatever stops on Ctrl-C stops on SIGTERM the same way.
-    """
-
-    def __init__(self, signum: int = signal.SIGINT) -> None:
-        super().__init__(f"interrupted by {signal.Signals(signum).name}")
-        self.signum = signum
-
 
 
 @dataclass
@@ -167,27 +153,13 @@ def _stop_signals_at_safe_points() -> Iterator[_StopRequest]:
     Raised by the matrix itself, between waits, it is always safe. SIGTERM (CI cancel, `timeout`,
     container stop) is handled the same way: by default it ends the process on the spot, with
     no summary, the scratch tree left behind and hung agents running on.
-
-    An ignored SIGINT is replaced too. A shell ignores it for a job started with `cmd &` so that
-    Ctrl-C at the terminal leaves the job alone, but then `kill -INT PID`, the way to stop such a
-    run on purpose, does nothing at all; a long run that stops cleanly on an explicit signal is
-    worth more than one that survives a stray Ctrl-C (which ends the script that waits on it).
-    Only the main thread can set a handler; elsewhere (e.g. a test's thread) nothing changes.
     """
     request = _StopRequest()
-    if threading.current_thread() is not threading.main_thread():
-        yield request
-        return
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if not request.is_set():
             request.signum = signum
             request.set()
 
-    previous = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
-    try:
+    with stop_signals_handled(handler):
         yield request
-    finally:
-        for s, h in previous.items():
-            # None: a handler installed from outside Python, which cannot be put back.
-            signal.signal(s, signal.SIG_DFL if h is None else h)

@@ -10,4 +10,5 @@ test_architecture.py keeps it so), so renderers, the verifier and plugins can de
     violation    InvariantId and Violation: the verdict's evidence
     results      CaseResult and Verdict, and the results.jsonl file
     run_record   run.json: the options, the expected cases, and whether the results are complete
+    atomic       replacing a file atomically (results.jsonl of a merge, run.json)
 """

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from crashmatrix.harness.records.atomic import replace_file
 
 
 class Verdict(StrEnum):
@@ -117,19 +118,7 @@ def _ends_with_newline(path: Path) -> bool:
 
 def write_results(path: Path, results: Iterable[CaseResult]) -> None:
     """Replace a results file atomically (tmp + rename): an input merged into itself is never lost."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it 0600; as readable as a written one
-            for r in results:
-                f.write(_line(r))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(path, (_line(r) for r in results))
 
 
 def resolve_results_path(path: Path) -> Path:

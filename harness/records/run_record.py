@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
+from crashmatrix.harness.records.atomic import replace_file
 from crashmatrix.harness.records.results import CaseResult, ResultsError
 
 RUN_FILE = "run.json"
@@ -121,8 +120,8 @@ class RunRecord:
         if not isinstance(data, dict):
             raise RunFileError(f"{path}: not a run description (expected a JSON object)")
         get = _Fields(data, path)
-        branches = get("declared_branches", _is_str_list, "a list of strings", required=True)
-        scenarios = get("scenarios", _is_str_list, "a list of strings")
+        branches = get("declared_branches", is_str_list, "a list of strings", required=True)
+        scenarios = get("scenarios", is_str_list, "a list of strings")
         expected = get("expected", _is_counts, "an object of case counts")
         merged = get("merged", lambda v: isinstance(v, dict), "an object")
         ended = get("ended", lambda v: v in {e.value for e in RunEnd},
@@ -170,7 +169,7 @@ def _is_number(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _is_str_list(v: object) -> bool:
+def is_str_list(v: object) -> TypeGuard[list[str]]:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
@@ -227,18 +226,7 @@ def read_run(path: Path) -> RunRecord | None:
 
 def write_run(path: Path, record: RunRecord) -> None:
     """Replace run.json atomically: a reader (or a crash) sees the old description or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it 0600; run.json is as readable as results
-            f.write(json.dumps(record.to_json(), indent=2) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(path, [json.dumps(record.to_json(), indent=2) + "\n"])
 
 
 @dataclass(frozen=True)

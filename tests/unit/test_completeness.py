@@ -122,7 +122,7 @@ def test_run_json_round_trips_and_reads_the_older_format(tmp_path: Path) -> None
     old = read_run(path)
     assert old is not None
     assert (old.format, old.complete, old.options.timeout, old.options.depth) == (1, None, None, 1)
-    assert old.options.unrecorded() == ["timeout"]
+    assert old.options.unrecorded() == ["timeout", "max_events"]
     assert read_run(tmp_path / "missing.json") is None
 
 

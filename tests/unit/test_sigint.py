@@ -11,7 +11,8 @@ from types import FrameType
 import pytest
 
 from crashmatrix.harness.cli.main import _stop_signals_raise
-from crashmatrix.harness.execution.matrix import Interrupted, _stop_signals_at_safe_points
+from crashmatrix.harness.execution.matrix import _stop_signals_at_safe_points
+from crashmatrix.harness.execution.stop_signals import Interrupted
 
 
 def _delivered(event: threading.Event) -> None:
