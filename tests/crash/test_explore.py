@@ -99,7 +99,6 @@ def test_explore_finds_nothing_on_the_correct_agent(tmp_path: Path) -> None:
 @pytest.mark.parametrize("mutant", ["rerun-never", "resume-finished"])
 def test_explore_shrinks_a_mutant_and_the_printed_command_reproduces_it(
         tmp_path: Path, mutant: str) -> None:
-    pytest.importorskip("crashmatrix.harness.mutants")
     proc, marker = run_explore("--mutant", mutant, "--examples", "40", "--seed", "1", out=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert leftovers(marker) == []
