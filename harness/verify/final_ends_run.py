@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from crashmatrix.harness.records.observation import Observation, Request
@@ -100,7 +101,7 @@ def _asked_past_answer(requests: list[Request]) -> list[Violation]:
     found: list[tuple[Request, int, Any]] = []
     for r in requests:
         body = _body(r.messages)
-        k = _open_answer(body)
+        k = open_final_answer(body)
         if k is not None:
             found.append((r, k, body[k]))
     if not found:
@@ -120,8 +121,9 @@ def _body(messages: list[dict[str, Any]]) -> list[Any]:
     return list(messages)
 
 
-def _open_answer(body: list[Any]) -> int | None:
-    """The index of a final answer that no later user message follows, if any."""
+def open_final_answer(body: Sequence[Any]) -> int | None:
+    """The index of a final answer that no later user message follows, if any: a history no
+    correct agent asks the model about (scenario_error uses the same rule for its tripwire)."""
     for k in range(len(body) - 1, -1, -1):
         m = body[k]
         if not isinstance(m, dict):

@@ -37,6 +37,7 @@ from typing import Any
 
 from crashmatrix.harness.records.observation import IncarnationRecord, Observation, Request
 from crashmatrix.harness.records.violation import InvariantId, Violation, short
+from crashmatrix.harness.verify.final_ends_run import open_final_answer
 from crashmatrix.scenarios.model import ProviderSettings, ResultStatus, ToolName
 
 GAP_TYPE = "crashmatrix_script_gap"  # fakes/api_errors.script_gap
@@ -137,9 +138,9 @@ def went_on(messages: Sequence[Any], unknown_marker: str) -> str | None:
     stops = {c.get("id") for m in since if isinstance(m.get("tool_calls"), list)
              for c in m["tool_calls"]
              if isinstance(c, dict) and (c.get("function") or {}).get("name") == STOP_RUN}
+    if open_final_answer(since) is not None:
+        return "it goes on after the run's final answer"
     for m in since:
-        if m.get("role") == "assistant" and not m.get("tool_calls"):
-            return "it goes on after the run's final answer"
         if (m.get("role") == "tool" and m.get("tool_call_id") in stops
                 and _status(_text(m.get("content")), unknown_marker) is ResultStatus.OK):
             return "it goes on after stop_run asked the run to stop"

@@ -94,23 +94,26 @@ def test_shards_are_disjoint_complete_and_merge(tmp_path: Path) -> None:
     assert {r["case"] for r in results(tmp_path / "m")} == full
 
 
-CLI_WITH_SIGINT = CLI  # the harness installs its own SIGINT handler, even over an inherited ignore
+def interrupt_after_results(proc: subprocess.Popen[str], out: Path, count: int,
+                            wait_s: float) -> tuple[str, str]:
+    """SIGINT once `count` results are saved (or `wait_s` passed); the run's stdout and stderr."""
+    deadline = time.monotonic() + wait_s
+    path = out / "results.jsonl"
+    while time.monotonic() < deadline:
+        if path.exists() and len(path.read_text().splitlines()) >= count:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=60)
 
 
 def test_sigint_keeps_partial_results_and_reaps_children(tmp_path: Path) -> None:
     out = tmp_path / "out"
     # Depth 2 (~1,700 cases): far more than can finish between the third result and the SIGINT.
-    proc = subprocess.Popen([*CLI_WITH_SIGINT, "run", "--scenario", "changelog-fast", "--depth", "2",
+    proc = subprocess.Popen([*CLI, "run", "--scenario", "changelog-fast", "--depth", "2",
                              "--out", str(out), "--keep"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    path = out / "results.jsonl"
-    while time.monotonic() < deadline:
-        if path.exists() and len(path.read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    _, err = interrupt_after_results(proc, out, 3, wait_s=300)
     assert proc.returncode == 3, err
     assert "interrupted" in err
     kept = results(out)
@@ -327,16 +330,9 @@ def test_resume_runs_only_the_missing_cases_and_equals_a_one_go_run(tmp_path: Pa
 def test_resume_after_a_real_sigint_finishes_the_matrix(tmp_path: Path) -> None:
     out, whole = tmp_path / "out", tmp_path / "whole"
     args = ["run", "--scenario", "changelog-fast", "--jobs", "1", "--out"]
-    proc = subprocess.Popen([*CLI_WITH_SIGINT, *args, str(out)],
+    proc = subprocess.Popen([*CLI, *args, str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        path = out / "results.jsonl"
-        if path.exists() and len(path.read_text().splitlines()) >= 3:
-            break
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
+    stdout, stderr = interrupt_after_results(proc, out, 3, wait_s=120)
     assert proc.returncode == 3, stderr
     assert "INCOMPLETE: " in stdout.splitlines()[-1]
     assert "repeat the command with --resume" in stderr

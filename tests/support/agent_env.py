@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from crashmatrix.agent import probe
-from crashmatrix.agent.log import read_commits
+from crashmatrix.agent.log import SessionLog, read_commits
 from crashmatrix.agent.loop import Agent, AgentConfig
 from crashmatrix.agent.provider import ProviderClient, ProviderConfig
 from crashmatrix.agent.records import Entry, Replay
@@ -65,6 +65,16 @@ class Paths:
     def commits(self) -> list[list[Entry]]:
         commits, _ = read_commits(self.session / "session.jsonl")
         return [c.entries for c in commits]
+
+
+def write_log(paths: Paths, *commits: list[Entry]) -> None:
+    """A session log holding these commits, as the agent writes them."""
+    paths.session.mkdir(parents=True, exist_ok=True)
+    log = SessionLog(paths.session / "session.jsonl", fsync=False)
+    log.open()
+    for entries in commits:
+        log.commit(entries)
+    log.close()
 
 
 def make_paths(tmp_path: Path, files: dict[str, str] | None = None) -> Paths:

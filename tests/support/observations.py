@@ -433,10 +433,9 @@ def late_intent_builder() -> ObservationBuilder:
     return b
 
 
-def lost_intent_builder() -> ObservationBuilder:
-    """Killed (and torn) as append_note's result is written; the torn-tail repair then drops the
-    acknowledged tool_started too (the mutant repair-drops-one-more), so recovery sees a call
-    that never started and stores an unknown outcome under a result id of its own."""
+def torn_result_builder(dropped: int) -> tuple[ObservationBuilder, str, str]:
+    """Killed (and torn) as append_note's result is written; the torn-tail repair drops the last
+    `dropped` commits and a recovery incarnation has begun. Returns it, the run and result ids."""
     b = ObservationBuilder()
     run_id = b.start()
     assistant_id = b.ask(run_id, APPEND)
@@ -445,9 +444,17 @@ def lost_intent_builder() -> ObservationBuilder:
     b.commit([b.result_entry(run_id, result_id, APPEND, content, is_error=is_error)],
              K.COMMIT_WRITTEN)
     b.kill()
-    del b.commits[-2:]  # the torn result, and the good tool_started before it
+    del b.commits[-dropped:]
     b.incarnation()
     b.branch(B.TORN_TAIL_REPAIRED)
+    return b, run_id, result_id
+
+
+def lost_intent_builder() -> ObservationBuilder:
+    """The torn-tail repair drops the acknowledged tool_started too (the mutant
+    repair-drops-one-more), so recovery sees a call that never started and stores an unknown
+    outcome under a result id of its own."""
+    b, run_id, _ = torn_result_builder(2)  # the torn result, and the good tool_started before it
     b.branch(B.CALL_UNKNOWN_NOT_STARTED)
     b.branch(B.CONTINUE_AFTER_TOOL_RESULT)
     repair = b.unknown(run_id, f"m{b.next_seq}.c-{APPEND['id']}", APPEND)

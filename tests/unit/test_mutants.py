@@ -18,7 +18,7 @@ from crashmatrix.agent.records import Entry, Intent, Outcome, Replay, Role
 from crashmatrix.agent.recovery import Action
 from crashmatrix.agent.state import fold
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName, applied, get
-from tests.support.agent_env import Paths, make_agent, make_paths
+from tests.support.agent_env import Paths, make_agent, make_paths, write_log
 from tests.support.stub_provider import StubProvider, answer, call, changelog_script, tool_calls
 
 N = MutantName
@@ -34,15 +34,6 @@ def mutant(name: MutantName | None) -> Iterator[None]:
         yield
 
 
-def _log(paths: Paths, *commits: list[Entry]) -> None:
-    paths.session.mkdir(parents=True, exist_ok=True)
-    log = SessionLog(paths.session / "session.jsonl", fsync=False)
-    log.open()
-    for entries in commits:
-        log.commit(entries)
-    log.close()
-
-
 def _prompt(task: str = "task") -> list[Entry]:
     return [R.run_started("run-1", Intent.PROMPT), R.message("m1.0", "run-1", Role.USER, task)]
 
@@ -55,7 +46,7 @@ def _interrupted(paths: Paths, tool: str = "append_note", replay: Replay | None 
                                      tool_calls=[call("call_1", tool, **args)])]]
     if replay is not None:
         commits.append([R.tool_started("run-1", "m2.0", "call_1", tool, args, "m4.0", replay)])
-    _log(paths, *commits)
+    write_log(paths, *commits)
 
 
 def _recover(paths: Paths, name: MutantName | None, script: Script | None = None,
@@ -170,7 +161,7 @@ def test_messages_only_reruns_what_has_no_result_and_continues_the_same_run(tmp_
 def test_resume_finished_resumes_a_completed_run(tmp_path: Path, name: MutantName | None,
                                                  resumed: bool) -> None:
     paths = make_paths(tmp_path)
-    _log(paths, _prompt(), [R.message("m2.0", "run-1", Role.ASSISTANT, "done"),
+    write_log(paths, _prompt(), [R.message("m2.0", "run-1", Role.ASSISTANT, "done"),
                             R.run_finished("run-1", Outcome.COMPLETED)])
     requests = _recover(paths, name)
     assert bool(requests) is resumed
@@ -184,7 +175,7 @@ def test_resume_finished_continues_a_run_a_tool_asked_to_stop(tmp_path: Path, na
                                                              outcome: str) -> None:
     paths = make_paths(tmp_path)
     stop = call("call_1", "stop_run", reason="enough")
-    _log(paths, _prompt(), [R.message("m2.0", "run-1", Role.ASSISTANT, None, tool_calls=[stop])],
+    write_log(paths, _prompt(), [R.message("m2.0", "run-1", Role.ASSISTANT, None, tool_calls=[stop])],
          [R.message("m3.0", "run-1", Role.TOOL, "stopping", tool_call_id="call_1",
                     tool_name="stop_run", terminate=True)])
     _recover(paths, name)
@@ -195,7 +186,7 @@ def test_resume_finished_continues_a_run_a_tool_asked_to_stop(tmp_path: Path, na
 def test_volatile_resume_count_forgets_earlier_resumes(tmp_path: Path, name: MutantName | None,
                                                        outcome: str) -> None:
     paths = make_paths(tmp_path)
-    _log(paths, _prompt(), [R.run_finished("run-1", Outcome.ABORTED, "interrupted"),
+    write_log(paths, _prompt(), [R.run_finished("run-1", Outcome.ABORTED, "interrupted"),
                             R.run_started("run-2", Intent.RESUME, "run-1", 1)])
     _recover(paths, name, budget=1)
     assert paths.entries()[-1]["outcome"] == outcome
@@ -259,7 +250,7 @@ def test_session_call_ids_takes_an_old_result_for_a_new_call_with_the_same_id() 
 def test_a_resume_sends_only_the_committed_history(tmp_path: Path, name: MutantName | None,
                                                   users: list[str]) -> None:
     paths = make_paths(tmp_path)
-    _log(paths, _prompt())
+    write_log(paths, _prompt())
     (request,) = _recover(paths, name)
     assert [m["content"] for m in request if m["role"] == "user"] == users
 
@@ -269,7 +260,7 @@ def test_a_resume_sends_only_the_committed_history(tmp_path: Path, name: MutantN
 def test_volatile_inbox_takes_input_off_the_queue_without_saving_it(
         tmp_path: Path, name: MutantName | None, kept: bool) -> None:
     paths = make_paths(tmp_path)
-    _log(paths, _prompt())
+    write_log(paths, _prompt())
     inbox.deliver(paths.session / "inbox", inbox.InboxKind.INPUT, "also this", "in-1")
     with mutant(name), make_agent(paths, None) as agent:
         agent._take_inbox("run-1")

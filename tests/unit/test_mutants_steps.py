@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 
 from crashmatrix.agent import records as R
-from crashmatrix.agent.log import SessionLog
 from crashmatrix.agent.loop import Agent, AgentConfig
 from crashmatrix.agent.provider import ProviderClient, ProviderConfig
 from crashmatrix.agent.records import Entry, Intent, Role
 from crashmatrix.agent.recovery import RecoveryError
 from crashmatrix.agent.tools import Registry
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName, applied
-from tests.support.agent_env import Paths, make_paths
+from tests.support.agent_env import Paths, make_paths, write_log
 from tests.support.stub_provider import StubProvider, answer
 
 N = MutantName
@@ -35,15 +34,6 @@ def _agent(paths: Paths, url: str, *, max_retries: int = 3) -> Agent:
                          max_retries=max_retries)
     return Agent(config, Registry.build(None, None),
                  ProviderClient(ProviderConfig(url, timeout_s=5.0)), sleep=lambda s: None)
-
-
-def _log(paths: Paths, *commits: list[Entry]) -> None:
-    paths.session.mkdir(parents=True, exist_ok=True)
-    log = SessionLog(paths.session / "session.jsonl", fsync=False)
-    log.open()
-    for entries in commits:
-        log.commit(entries)
-    log.close()
 
 
 def _prompt() -> list[Entry]:
@@ -75,7 +65,7 @@ def test_split_final_saves_the_answer_and_the_runs_end_apart(tmp_path: Path,
 def test_split_final_asks_again_after_a_lone_final_answer(tmp_path: Path,
                                                           name: MutantName | None) -> None:
     paths = make_paths(tmp_path)
-    _log(paths, _prompt(), [R.message("m2.0", "run-1", Role.ASSISTANT, ANSWER)])
+    write_log(paths, _prompt(), [R.message("m2.0", "run-1", Role.ASSISTANT, ANSWER)])
     with mutant(name), StubProvider(_always(answer(ANSWER))) as stub, \
             _agent(paths, stub.url) as agent:
         if name is None:
@@ -95,7 +85,7 @@ def test_split_final_asks_again_after_a_lone_final_answer(tmp_path: Path,
 def test_retry_reset_counts_the_attempts_afresh_after_a_crash(
         tmp_path: Path, name: MutantName | None, attempts: list[int]) -> None:
     paths = make_paths(tmp_path)
-    _log(paths, _prompt(), [R.retry_pending("run-1", 2, 0.0, "HTTP 500")])
+    write_log(paths, _prompt(), [R.retry_pending("run-1", 2, 0.0, "HTTP 500")])
     with mutant(name), StubProvider(_always(500)) as stub, _agent(paths, stub.url) as agent:
         assert agent.recover() == "failed"
         # Attempts left after the crash, and one failure that ends the run.

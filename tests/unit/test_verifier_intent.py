@@ -23,6 +23,7 @@ from tests.support.observations import (
     lost_intent_builder,
     recover_unknown,
     rerun_builder,
+    torn_result_builder,
 )
 
 Id = InvariantId
@@ -172,17 +173,7 @@ def test_without_labels_only_the_seqs_are_compared() -> None:
 
 
 def test_a_torn_write_was_never_acknowledged_and_may_be_written_again() -> None:
-    b = ObservationBuilder()
-    run_id = b.start()
-    assistant_id = b.ask(run_id, APPEND)
-    result_id = b.started(run_id, assistant_id, APPEND)
-    content, is_error = b.effect(APPEND)
-    b.commit([b.result_entry(run_id, result_id, APPEND, content, is_error=is_error)],
-             K.COMMIT_WRITTEN)
-    b.kill()
-    del b.commits[-1]  # torn: the repair drops the unacknowledged result, and only it
-    b.incarnation()
-    b.branch(B.TORN_TAIL_REPAIRED)
+    b, run_id, result_id = torn_result_builder(1)  # the unacknowledged result, and only it
     b.branch(B.CALL_UNKNOWN_RECORDED_NEVER)
     b.branch(B.CONTINUE_AFTER_TOOL_RESULT)
     finish(b, b.resume(run_id, [b.unknown(run_id, result_id, APPEND)], attempt=1))
