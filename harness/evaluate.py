@@ -9,26 +9,43 @@ from __future__ import annotations
 
 import shlex
 
+from crashmatrix.harness.records.evidence import evidence
 from crashmatrix.harness.records.observation import Observation
-from crashmatrix.harness.records.results import DEFAULT_AGENT, DEFAULT_MAX_EVENTS, CaseResult, Verdict
+from crashmatrix.harness.records.results import (
+    DEFAULT_AGENT,
+    DEFAULT_MAX_EVENTS,
+    DEFAULT_TIMEOUT_S,
+    CaseResult,
+    Verdict,
+)
 from crashmatrix.harness.verify import judge
 from crashmatrix.harness.verify.scenario_error import find_mistake, judged_view, tripwire, with_runaways
 from crashmatrix.scenarios.model import Scenario
 
 
 def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_AGENT,
-                  max_events: int | None = None) -> str:
-    """`max_events`: the step bound a case was killed at, given when it is not the default."""
+                  max_events: int | None = None, *, fsync: bool = False,
+                  timeout_s: float | None = None) -> str:
+    """The one-line command that re-runs a case, naming every option that changes its verdict
+    and is not the default: the agent, fsync, and the bounds a case hit (`max_events`: the step
+    bound it was killed at; `timeout_s`: the deadline it ran out). `scenario_dirs` as the command
+    should print them: the CLI passes them
+    relative to the repository root (harness/cli/portable.py), so a line from a CI log runs
+    unchanged from the root of another clone."""
     extra = "".join(f" --scenarios {shlex.quote(d)}" for d in scenario_dirs)
     if agent != DEFAULT_AGENT:
         extra += f" --agent {shlex.quote(agent)}"
     if max_events is not None and max_events != DEFAULT_MAX_EVENTS:
         extra += f" --max-events {max_events}"
+    if fsync:
+        extra += " --fsync on"
+    if timeout_s is not None and timeout_s != DEFAULT_TIMEOUT_S:
+        extra += f" --timeout {timeout_s:g}"
     return f"crashmatrix repro {shlex.quote(case_id)}{extra}"
 
 
 def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
-             scenario_dirs: list[str], duration_ms: float) -> CaseResult:
+             scenario_dirs: list[str], duration_ms: float, timeout_s: float | None = None) -> CaseResult:
     nondeterministic = next((i.nondeterministic for i in obs.incarnations if i.nondeterministic), None)
     judgement = None if nondeterministic else judge(judged_view(obs), scenario)
     found = with_runaways(judgement.violations, obs) if judgement else []
@@ -73,10 +90,13 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         fsync=fsync,
         agent=agent,
         repro=repro_command(obs.case.case_id, scenario_dirs, agent, next(
-            (inc.runaway - 1 for inc in obs.incarnations if inc.runaway is not None), None)),
+            (inc.runaway - 1 for inc in obs.incarnations if inc.runaway is not None), None),
+            # The deadline only where it decided something: a case that ran out of it.
+            fsync=fsync, timeout_s=timeout_s if any(i.timed_out for i in obs.incarnations) else None),
         note=note,
         not_applicable=[n.to_json() for n in judgement.not_applicable] if judgement else [],
         # Beside a pass (a loop the scenario accepts) a mistake is no finding: left out.
         scenario_error=(mistake.to_json() if mistake is not None and verdict in
                         (Verdict.SCENARIO_ERROR, Verdict.FAIL) else None),
+        evidence=None if verdict is Verdict.PASS else evidence(obs),
     )

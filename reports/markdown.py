@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
-from crashmatrix.harness.records.run_record import Completeness
+from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord
 from crashmatrix.reports import cause
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 
@@ -110,8 +110,10 @@ def _failures(bad: Sequence[CaseResult], budget: int) -> list[str]:
 
 
 def render(results: Sequence[CaseResult], declared: Sequence[str],
-           completeness: Completeness | None = None) -> str:
-    """The whole summary; always under MAX_BYTES, whatever the number of failures."""
+           completeness: Completeness | None = None, lines: LineCoverageRecord | None = None) -> str:
+    """The whole summary; always under MAX_BYTES, whatever the number of failures. `lines`:
+    run.json's line coverage, said under the branch coverage and linked (relative, so the link
+    holds wherever the output folder is read: an unpacked CI artifact, a laptop)."""
     total, held, failed, nondet, error, wrong = _counts(results)
     verdict = "every case held" if held == total else f"{total - held} of {total} case(s) did not hold"
     # Above the counts: "every case held" of a partial set must not read as a green run.
@@ -125,6 +127,10 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
             *_scenario_table(results), ""]
     na = not_applicable(results)
     tail = ["", *_coverage_table(results, declared), ""]
+    if lines is not None:
+        tail += [f"Line and branch coverage of the agent's code in recovery incarnations: "
+                 f"**{lines.percent}%** ({lines.recoveries} recoveries measured): "
+                 f"[{lines.html}]({lines.html})", ""]
     if na:
         tail += ["**Not judged** for this agent (never counted as held):", "",
                  *(f"- `{inv}`: {why}" for inv, why in na.items()), ""]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.results import CaseResult
-from crashmatrix.harness.records.run_record import Completeness
+from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord
 from crashmatrix.reports import html, junit, markdown
 
 REPORT_MODE = 0o644
@@ -37,11 +37,12 @@ def canonical(results: Sequence[CaseResult]) -> list[CaseResult]:
 
 
 def render_all(results: Sequence[CaseResult], declared: Sequence[str],
-               completeness: Completeness | None = None) -> dict[ReportFile, str]:
+               completeness: Completeness | None = None,
+               lines: LineCoverageRecord | None = None) -> dict[ReportFile, str]:
     ordered = canonical(results)
-    return {ReportFile.SUMMARY: markdown.render(ordered, declared, completeness),
+    return {ReportFile.SUMMARY: markdown.render(ordered, declared, completeness, lines),
             ReportFile.JUNIT: junit.render(ordered),
-            ReportFile.HTML: html.render(ordered, declared, completeness)}
+            ReportFile.HTML: html.render(ordered, declared, completeness, lines)}
 
 
 def _stage(out_dir: Path, name: str, text: str) -> Path:
@@ -61,15 +62,18 @@ def _stage(out_dir: Path, name: str, text: str) -> Path:
 
 def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequence[str],
                   step_summary_path: Path | str | None = None,
-                  completeness: Completeness | None = None) -> list[Path]:
+                  completeness: Completeness | None = None,
+                  lines: LineCoverageRecord | None = None) -> list[Path]:
     """Write summary.md, junit.xml and report.html into out_dir; return their paths.
 
     Every file is rendered and staged beside its target before any target is replaced, so a
     failure (in a renderer, or a full disk) leaves the previous reports as they were. The Markdown
     is also appended to step_summary_path ($GITHUB_STEP_SUMMARY, which GitHub expects appended to).
-    `completeness` (judged from run.json by the caller) is shown in summary.md and report.html.
+    `completeness` (judged from run.json by the caller) and `lines` (run.json's `line_coverage`)
+    are shown in summary.md and report.html; both come from run.json, so `report` rewrites the
+    bytes `run` wrote.
     """
-    rendered = render_all(results, declared, completeness)
+    rendered = render_all(results, declared, completeness, lines)
     out_dir.mkdir(parents=True, exist_ok=True)
     staged: dict[Path, Path] = {}
     try:

@@ -20,8 +20,10 @@ RUN_ID = "run-1"  # the baseline has no runs of its own: its whole history is on
 class MessagesOnlyAdapter:
     name = "messages-only"
     program = python_program(MODULE)
-    python: PythonEntry | None = PythonEntry(MODULE, f"{MODULE}:main", (MODULE,))
-    capabilities = frozenset({Capability.KILL, Capability.STORE})
+    python: PythonEntry | None = PythonEntry(MODULE, f"{MODULE}:main", (MODULE,),
+                                                     coverage_source=MODULE)
+    # No lock: a second process on its session is let in, and the matrix shows it.
+    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.CONCURRENT})
 
     def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
         return ["run", *self._where(spec), task]

@@ -13,7 +13,8 @@ from crashmatrix.agent.recovery import DECLARED_BRANCHES
 from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
 from crashmatrix.harness.records.transcript import Message, Record, Run, ToolStart, Transcript, calls_of
 
-ENTRY = PythonEntry("crashmatrix.agent", "crashmatrix.agent.cli:main", ("crashmatrix.agent.cli",))
+ENTRY = PythonEntry("crashmatrix.agent", "crashmatrix.agent.cli:main", ("crashmatrix.agent.cli",),
+                    coverage_source="crashmatrix.agent")
 
 
 class DurableAgentAdapter:
@@ -22,7 +23,8 @@ class DurableAgentAdapter:
     name = "durable-agent"
     python: PythonEntry | None = ENTRY
     program = python_program("crashmatrix.agent")
-    capabilities = frozenset(Capability)  # kill, tear, inbox, store: everything the harness asks
+    # kill, tear, inbox, store, concurrent: everything the harness asks
+    capabilities = frozenset(Capability)
 
     def _common(self, spec: LaunchSpec) -> list[str]:
         argv = ["--session", str(spec.session), "--workspace", str(spec.workspace),

@@ -28,6 +28,11 @@ class Capability(StrEnum):
     TEAR = "tear"  # `tear` cuts the store's last write short, as a crash mid-write leaves it
     INBOX = "inbox"  # `deliver` drops inputs and cancels into a durable inbox the agent polls
     STORE = "store"  # `read_transcript` reads the agent's store into the canonical transcript
+    # A second incarnation may be started on the session while the first is alive but stopped
+    # (SIGSTOP of its group): the agent is expected to refuse it. Nothing more than
+    # `recover_args` is needed; declared, not assumed, because an agent that cannot share its
+    # host with a second copy (a fixed port, one container) would fail for another reason.
+    CONCURRENT = "concurrent"
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,13 @@ class PythonEntry:
     module: str
     entry: str  # "package.module:function"
     preload: tuple[str, ...] = ()  # modules the zygote imports before it forks
+    # The package whose lines --line-coverage measures; None: the top-level package of `module`
+    # (a user's agent is usually one package; ours lives inside crashmatrix, so it names its own).
+    coverage_source: str | None = None
+
+    @property
+    def measured(self) -> str:
+        return self.coverage_source or self.module.partition(".")[0]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ class MutantAdapter:
     # The zygote imports the catalogue once; each forked child applies its own mutant's patch.
     python: PythonEntry | None = PythonEntry(
         "crashmatrix.harness.mutants.launch", "crashmatrix.harness.mutants.launch:main",
-        (*ENTRY.preload, "crashmatrix.harness.mutants.launch"))
+        (*ENTRY.preload, "crashmatrix.harness.mutants.launch"), coverage_source=ENTRY.coverage_source)
     program = python_program("crashmatrix.harness.mutants.launch")
 
     def __init__(self, mutant: MutantName, name: str | None = None) -> None:

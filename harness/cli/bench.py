@@ -13,19 +13,24 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import click
 from tabulate import tabulate
 
 from crashmatrix.harness.adapters.durable import ENTRY as DURABLE_ENTRY
+from crashmatrix.harness.adapters.interface import Adapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
 from crashmatrix.harness.cli.run import _adapter, _require, _runner_config, _scenarios
+from crashmatrix.harness.execution.line_coverage import combine_and_report
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
-from crashmatrix.harness.records.results import CaseResult
+from crashmatrix.harness.records.results import DEFAULT_TIMEOUT_S, CaseResult
+from crashmatrix.scenarios.model import Scenario
 
 
 @dataclass
@@ -35,6 +40,7 @@ class ModeFigures:
     incarnations: int
     failed: int
     rss_after_mb: list[float]
+    combine_s: float = 0.0  # --line-coverage: combining the data files and writing the HTML
 
     @property
     def cases_per_s(self) -> float:
@@ -89,25 +95,54 @@ def cached_bytecode(package: str) -> Iterator[bool]:
 
 
 def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: float,
-            dirs: tuple[str, ...] = (), agent: str = DEFAULT_AGENT) -> ModeFigures:
+            dirs: tuple[str, ...] = (), agent: str = DEFAULT_AGENT,
+            line_coverage: bool = False) -> ModeFigures:
+    """`line_coverage`: as `run --line-coverage` does it, including combining the data and
+    writing the HTML at the end (timed apart, in `combine_s`)."""
     scenarios = _scenarios(names, dirs)
     adapter = _adapter(agent)
     _require(adapter, scenarios)
     figures = ModeFigures(0, 0.0, 0, 0, [])
+    with tempfile.TemporaryDirectory(prefix="crashmatrix-bench-") as tmp:
+        coverage_dir = Path(tmp) / "coverage-data" if line_coverage else None
+        if coverage_dir is not None:
+            coverage_dir.mkdir()
+        _measure(figures, mode, scenarios, jobs, repeat, timeout, agent, adapter, coverage_dir)
+        if coverage_dir is not None:
+            started = time.perf_counter()
+            combine_and_report(coverage_dir, Path(tmp))
+            figures.combine_s = time.perf_counter() - started
+    return figures
+
+
+def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: int, repeat: int,
+             timeout: float, agent: str, adapter: Adapter, coverage_dir: Path | None) -> None:
 
     def on_result(result: CaseResult, known: int) -> None:
         figures.cases += 1
         figures.incarnations += len(result.crashed_at)
         figures.failed += 0 if result.ok else 1
 
-    with _runner_config(agent, timeout, False, False, mode, resolved=adapter) as cfg:
+    with _runner_config(agent, timeout, False, False, mode, resolved=adapter,
+                        coverage_dir=coverage_dir) as cfg:
         for _ in range(repeat):
             matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=cfg, depth=1, jobs=jobs))
             started = time.perf_counter()
             matrix.run(on_result)
             figures.seconds += time.perf_counter() - started
             figures.rss_after_mb.append(round(peak_rss_mb(), 1))
-    return figures
+
+
+def coverage_cost(covered: ModeFigures, fork: ModeFigures) -> dict[str, float | None]:
+    """The cost of --line-coverage, measured beside `fork` in the same run: time per case as a
+    multiple of fork's, then with combining the data and writing the HTML added."""
+    def times(ms: float) -> float | None:
+        return round(ms / fork.ms_per_case, 2) if fork.ms_per_case else None
+
+    return {"cases_per_s": round(covered.cases_per_s, 2), "ms_per_case": round(covered.ms_per_case, 2),
+            "combine_s": round(covered.combine_s, 2), "overhead": times(covered.ms_per_case),
+            "overhead_with_report": times(1000 * (covered.seconds + covered.combine_s) / covered.cases)
+            if covered.cases else None}
 
 
 @click.command("bench")
@@ -118,17 +153,21 @@ def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: 
 @click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 1000),
               help="Run the fork-mode matrix this many times (a long run shows memory stays flat).")
 @click.option("--skip-fresh", is_flag=True, help="Measure only the zygote (for long memory runs).")
-@click.option("--timeout", default=60.0, show_default=True, metavar="S")
+@click.option("--timeout", default=DEFAULT_TIMEOUT_S, show_default=True, metavar="S")
 @click.option("--agent", default=DEFAULT_AGENT, show_default=True,
               help="Agent under test (as for run); one without a Python entry is never forked.")
+@click.option("--line-coverage", is_flag=True,
+              help="Also run the fork-mode matrix under --line-coverage, and print its cost.")
 @click.option("--json", "as_json", is_flag=True)
 def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int, skip_fresh: bool,
-          timeout: float, agent: str, as_json: bool) -> None:
+          timeout: float, agent: str, line_coverage: bool, as_json: bool) -> None:
     """Measure fresh-interpreter and zygote spawning on the same matrix, side by side."""
     floor_fork = fork_floor_ms()
     with cached_bytecode(DURABLE_ENTRY.module) as bytecode_cached:
         fresh = None if skip_fresh else measure("fresh", names, jobs, 1, timeout, dirs, agent)
         fork = measure("fork", names, jobs, repeat, timeout, dirs, agent)
+        covered = (measure("fork", names, jobs, 1, timeout, dirs, agent, line_coverage=True)
+                   if line_coverage else None)
     per_case_incarnations = fork.incarnations / fork.cases if fork.cases else 0.0
     floor_ms = floor_fork * per_case_incarnations
     data = {
@@ -144,14 +183,15 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
         "jobs": jobs,
         "incarnations_per_case": round(per_case_incarnations, 2),
         "rss_after_each_repeat_mb": fork.rss_after_mb,
-        "failed": fork.failed + (fresh.failed if fresh else 0),
+        "failed": fork.failed + (fresh.failed if fresh else 0) + (covered.failed if covered else 0),
         "bytecode_cached": bytecode_cached,
+        "line_coverage": None if covered is None else coverage_cost(covered, fork),
     }
     if as_json:
         click.echo(json.dumps(data))
     else:
         rows = []
-        for name, fig in (("fresh", fresh), ("fork", fork)):
+        for name, fig in (("fresh", fresh), ("fork", fork), ("fork --line-coverage", covered)):
             if fig is not None:
                 rows.append([name, fig.cases, f"{fig.cases_per_s:.1f}", f"{fig.ms_per_case:.1f}"])
         click.echo(tabulate(rows, headers=["spawn", "cases", "cases/s", "ms/case"]))
@@ -160,6 +200,11 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
                    f"{per_case_incarnations:.2f} incarnations/case = {floor_ms:.2f} ms; "
                    f"fork-mode cost = {data['floor_multiple']}x floor (wall time per case at "
                    f"{jobs} jobs)")
+        if covered is not None:
+            cost = coverage_cost(covered, fork)
+            click.echo(f"--line-coverage: {cost['overhead']}x fork's time per case; with combining "
+                       f"the data and writing the HTML ({cost['combine_s']} s): "
+                       f"{cost['overhead_with_report']}x")
         click.echo(f"harness peak RSS: {data['peak_rss_mb']} MB "
                    f"(after each repeat: {fork.rss_after_mb})")
         if bytecode_cached:

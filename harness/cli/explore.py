@@ -16,6 +16,7 @@ from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
 from crashmatrix.harness.cli.exitcodes import Exit, fail
+from crashmatrix.harness.cli.portable import portable_path
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
@@ -136,7 +137,8 @@ def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: s
                                repro_data(finding, agent, mutant, chosen_seed))
         except OSError as exc:
             fail(f"cannot write the repro file under {out}: {exc.strerror or exc}", Exit.HARNESS)
-    command = repro_command(file) if file is not None else None
+    # Relative to the repository root, like every printed repro line (harness/cli/portable.py).
+    command = repro_command(portable_path(file)) if file is not None else None
     if as_json:
         click.echo(json.dumps(summary_json(result, agent, mutant, chosen_seed,
                                            str(file) if file else None, command), ensure_ascii=False))

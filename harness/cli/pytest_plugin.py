@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from crashmatrix.harness.records.results import DEFAULT_AGENT
+from crashmatrix.harness.records.results import DEFAULT_AGENT, DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
     from crashmatrix.harness.records.case import Case
@@ -36,7 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          f"mutant:NAME (default: the crashmatrix_agent ini value, else {DEFAULT_AGENT})")
     parser.addini("crashmatrix_agent", "agent under test for --crashmatrix (as --crashmatrix-agent)",
                   default=DEFAULT_AGENT)
-    group.addoption("--crashmatrix-timeout", type=float, default=60.0, metavar="S",
+    group.addoption("--crashmatrix-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                     help="per-case deadline")
 
 
@@ -97,13 +97,15 @@ class CaseItem(pytest.Item):
         self.scenario = scenario
 
     def runtest(self) -> None:
+        from crashmatrix.harness.cli.portable import portable_paths  # noqa: PLC0415
         from crashmatrix.harness.evaluate import evaluate  # noqa: PLC0415
         from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
 
         host = _host(self.config)
         obs = CaseRunner(host.runner_config).run(self.case, self.scenario)
         result = evaluate(obs, self.scenario, fsync=False, agent=host.runner_config.agent,
-                          scenario_dirs=host.dirs, duration_ms=0.0)
+                          scenario_dirs=portable_paths(host.dirs), duration_ms=0.0,
+                          timeout_s=host.runner_config.case_timeout_s)
         if not result.ok:
             lines = [f"{result.case}: {result.verdict.value}"]
             lines += [f"  {v['invariant']}: {v['message']}" for v in result.violations]

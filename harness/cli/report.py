@@ -128,7 +128,8 @@ def report(source: str, out: str | None, require_coverage: bool) -> None:
     out_dir = Path(out) if out else path.parent
     written = write_reports(results, out_dir, declared,
                             step_summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None,
-                            completeness=completeness)
+                            completeness=completeness,
+                            lines=record.line_coverage if record is not None else None)
     for p in written:
         click.echo(f"wrote {p}")
     missing = coverage_failures(results, declared)

@@ -8,6 +8,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -24,6 +25,7 @@ from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
 from crashmatrix.harness.adapters.requirements import unmet
 from crashmatrix.harness.cli.exitcodes import Exit, fail
+from crashmatrix.harness.cli.portable import portable_paths
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
     coverage_failures,
@@ -34,7 +36,7 @@ from crashmatrix.harness.cli.report import (
 )
 from crashmatrix.harness.enumeration import parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
-from crashmatrix.harness.execution.line_coverage import combine_and_report
+from crashmatrix.harness.execution.line_coverage import IMPORTS_DATA, combine_and_report
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
@@ -45,6 +47,7 @@ from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.results import (
     DEFAULT_MAX_EVENTS,
+    DEFAULT_TIMEOUT_S,
     RESULTS_FILE,
     CaseResult,
     ResultsError,
@@ -59,6 +62,7 @@ from crashmatrix.harness.records.run_record import (
     FORMAT,
     RUN_FILE,
     Completion,
+    LineCoverageRecord,
     RunEnd,
     RunFileError,
     RunOptions,
@@ -69,6 +73,8 @@ from crashmatrix.harness.records.run_record import (
     run_file_for,
     write_run,
 )
+from crashmatrix.harness.verify import CHECKS
+from crashmatrix.reports.facts import run_facts
 from crashmatrix.reports.terminal import render as render_summary
 from crashmatrix.reports.timeline import render as render_timeline
 from crashmatrix.reports.write import ReportFile, write_reports
@@ -131,19 +137,21 @@ def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool
     """`agent` as the user named it (recorded in results), or an adapter; `resolved`: the
     adapter a caller already resolved from that name (so it is looked up once)."""
     adapter = resolved or (_adapter(agent) if isinstance(agent, str) else agent)
-    # Under --line-coverage (refused by `run` for an agent without a Python entry) the agent is
-    # not preloaded: code that ran at import time in the zygote would count as never run in the
-    # children that coverage measures.
-    preload = (["coverage", "crashmatrix.harness.execution.covered"] if coverage_dir
-               else list(adapter.python.preload) if adapter.python else None)
+    python = adapter.python
+    preload = list(python.preload) if python else None
+    # Under --line-coverage (refused by `run` for an agent without a Python entry) the zygote
+    # measures the agent's import-time lines as it preloads it, so they count as run (every
+    # incarnation runs them); each recovery child then measures only what it runs itself.
+    measure = (coverage_dir / IMPORTS_DATA, python.measured) if coverage_dir and python else None
     # The zygote starts first, before this process has any thread, so it forks clean children.
-    spawner = make_spawner(SpawnMode(spawn), preload)
+    spawner = make_spawner(SpawnMode(spawn), preload, measure)
     try:
         with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-") as tmp:
             yield RunnerConfig(adapter=adapter, provider=provider, work_root=work or Path(tmp),
                                case_timeout_s=timeout, max_events=max_events, fsync=fsync,
                                keep=keep, spawner=spawner,
                                coverage_dir=coverage_dir,
+                               coverage_source=python.measured if python else "",
                                agent_ref=agent if isinstance(agent, str) else None)
     finally:
         spawner.close()
@@ -157,7 +165,7 @@ common_scenarios = [
     click.option("--agent", default=DEFAULT_AGENT, show_default=True,
                  help="Adapter of the agent under test: a registered name (crashmatrix.adapters "
                       "entry points: durable-agent, messages-only, ...) or mutant:NAME."),
-    click.option("--timeout", default=60.0, show_default=True, metavar="S",
+    click.option("--timeout", default=DEFAULT_TIMEOUT_S, show_default=True, metavar="S",
                  help="Per-case deadline; an agent that exceeds it is a liveness violation."),
     click.option("--max-events", default=DEFAULT_MAX_EVENTS, show_default=True, metavar="N",
                  type=click.IntRange(1), help="Step bound: an incarnation that emits more probe "
@@ -293,6 +301,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     write_run(out_dir / RUN_FILE, started)
     writer = ResultsWriter(out_dir / RESULTS_FILE, append=resume)
     progress = Progress()
+    began = time.monotonic()  # the run's wall clock, said in the summary
     tally = _Tally()
 
     def on_result(result: CaseResult, known: int) -> None:
@@ -302,7 +311,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             writer.write(result)
             tally.written += 1
         tally.count(result, known)
-        progress.update(result.ok, known)
+        # `matrix` is bound below, before the first result: whether `known` is the total yet.
+        progress.update(result.ok, known, final=matrix.enumerated)
 
     interrupted = False
     coverage_dir = out_dir / "coverage-data" if line_coverage else None
@@ -315,7 +325,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                         coverage_dir=coverage_dir, resolved=adapter,
                         max_events=max_events) as runner_config:
         config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
-                              jobs=jobs, shard=shard_spec, scenario_dirs=list(dirs))
+                              jobs=jobs, shard=shard_spec, scenario_dirs=portable_paths(dirs))
         matrix = _Resumed(config, saved) if saved else Matrix(config)
         try:
             matrix.run(on_result)
@@ -331,24 +341,27 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             progress.close()
             writer.close()
     lines = combine_and_report(coverage_dir, out_dir) if coverage_dir is not None else None
-    if lines is not None:
-        click.echo(f"line+branch coverage of the agent in recovery incarnations: {lines.percent}% "
-                   f"({lines.data_files} recoveries; HTML: {lines.html_dir}/index.html)", err=True)
     # Enumeration is known only once the matrix ran to its end; until then `known` is a floor.
     ended = replace(started, expected=None if interrupted else dict(tally.per_scenario),
                     known=tally.known or started.known, done=len(saved) + tally.written,
-                    complete=not interrupted, ended=RunEnd.INTERRUPTED if interrupted else RunEnd.FINISHED)
+                    complete=not interrupted, ended=RunEnd.INTERRUPTED if interrupted else RunEnd.FINISHED,
+                    line_coverage=None if lines is None else LineCoverageRecord(
+                        percent=lines.percent, recoveries=lines.data_files,
+                        html=(lines.html_dir / "index.html").relative_to(out_dir).as_posix()))
     write_run(out_dir / RUN_FILE, ended)
     results = load_results(out_dir / RESULTS_FILE) if progress.done or saved else []
     completeness = judge(ended, results)
-    if results:
-        write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None,
-                      completeness=completeness)
+    reports = (write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None,
+                             completeness=completeness, lines=ended.line_coverage) if results else [])
+    files = [out_dir / RESULTS_FILE, out_dir / RUN_FILE, *reports,
+             *([lines.html_dir / "index.html"] if lines is not None else [])]
+    facts = run_facts(results, list(CHECKS), declared, depth, files, time.monotonic() - began,
+                      ended.line_coverage)
     if as_json:
-        click.echo(json.dumps(summary(results, str(out_dir)), ensure_ascii=False))
+        click.echo(json.dumps(summary(results, str(out_dir)) | facts.to_json(), ensure_ascii=False))
         say_completeness(completeness)
     else:
-        click.echo(render_summary(results, str(out_dir / RESULTS_FILE), completeness))
+        click.echo(render_summary(results, str(out_dir / RESULTS_FILE), completeness, facts))
     if interrupted:
         click.echo(f"crashmatrix: interrupted: {len(results)} finished cases kept in "
                    f"{out_dir / RESULTS_FILE}; to run the rest, repeat the command with --resume", err=True)
@@ -457,7 +470,7 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         runner = CaseRunner(cfg)
         obs = runner.run(case, scenario)
         result = evaluate(obs, scenario, fsync=cfg.fsync, agent=cfg.agent,
-                          scenario_dirs=list(dirs), duration_ms=0.0)
+                          scenario_dirs=portable_paths(dirs), duration_ms=0.0, timeout_s=timeout)
     for line in render_timeline(obs, result):
         click.echo(line)
     if work is not None:
@@ -631,11 +644,15 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) ->
         c = judge(i.record, i.results) if i.record is not None else None
         if c is not None and c.state is Completion.INCOMPLETE:
             click.echo(f"crashmatrix: {i.shard} ({i.path}) is incomplete: {c.line}", err=True)
+    # What the shards proved together (no duration: each shard timed only itself).
+    facts = run_facts(merged, list(CHECKS), list(record.declared_branches) if record else [],
+                      record.options.depth if record else None,
+                      [out_dir / RESULTS_FILE, *([out_dir / RUN_FILE] if record is not None else [])])
     if as_json:
-        click.echo(json.dumps(summary(merged, str(out_dir)), ensure_ascii=False))
+        click.echo(json.dumps(summary(merged, str(out_dir)) | facts.to_json(), ensure_ascii=False))
         say_completeness(completeness)
     else:
-        click.echo(render_summary(merged, str(out_dir / RESULTS_FILE), completeness))
+        click.echo(render_summary(merged, str(out_dir / RESULTS_FILE), completeness, facts))
     if completeness.state is Completion.INCOMPLETE:
         sys.exit(int(Exit.HARNESS))
     sys.exit(int(verdict_exit(merged)))

@@ -105,6 +105,7 @@ class Incarnation:
         self._count = 0  # events read from the channel
         self._granted = 0  # permits written: the agent may run through this event unasked
         self._closed = False
+        self._frozen = False
         self._max_events = max_events
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._event_fd, selectors.EVENT_READ)
@@ -186,8 +187,30 @@ class Incarnation:
                 f"agent pid {self.pid} closed its probe channel but did not exit"
             ) from None
 
+    def freeze(self) -> None:
+        """SIGSTOP the agent's process group: alive, its lock and files held, running nothing.
+
+        `thaw` or `kill` must follow (`close` kills): a stopped process never ends by itself.
+        The agent waits at a probe event, so no tool of its is running outside the group.
+        """
+        os.killpg(self.pid, signal.SIGSTOP)
+        self._frozen = True
+
+    def thaw(self) -> None:
+        """SIGCONT what `freeze` stopped; nothing once it was killed (its pid may be another's)."""
+        if self._frozen and self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGCONT)
+        self._frozen = False
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
     def kill(self) -> None:
-        """SIGKILL the agent's process group and every descendant, then reap the child."""
+        """SIGKILL the agent's process group and every descendant, then reap the child (a stopped
+        process dies of SIGKILL too)."""
+        self._frozen = False
         descendants = _descendants(self.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import coverage
 
+# The data file of the agent's import-time lines, measured once by the zygote as it preloads
+# the agent (the `.coverage.` prefix: combined with the recoveries' own files).
+IMPORTS_DATA = ".coverage.imports"
+
 
 @dataclass(frozen=True)
 class LineCoverage:
@@ -19,7 +23,8 @@ class LineCoverage:
 def combine_and_report(data_dir: Path, out_dir: Path) -> LineCoverage | None:
     """Combine `.coverage.*` files in data_dir; write HTML to out_dir/coverage. None if no data."""
     data_files = sorted(data_dir.glob(".coverage.*"))
-    if not data_files:
+    recoveries = [p for p in data_files if p.name != IMPORTS_DATA]
+    if not recoveries:  # the imports alone say nothing of recovery
         return None
     cov = coverage.Coverage(data_file=str(out_dir / ".coverage"), branch=True)
     cov.combine([str(p) for p in data_files], keep=False)
@@ -28,4 +33,4 @@ def combine_and_report(data_dir: Path, out_dir: Path) -> LineCoverage | None:
     percent = cov.html_report(directory=str(html_dir),
                               title="crashmatrix: agent code run by recovery incarnations")
     return LineCoverage(percent=round(percent, 1), files=len(cov.get_data().measured_files()),
-                        html_dir=html_dir, data_files=len(data_files))
+                        html_dir=html_dir, data_files=len(recoveries))

@@ -47,11 +47,20 @@ class Matrix:
         self.by_name = {s.name: s for s in config.scenarios}
         # The fault kinds this agent supports, found once: every crash point gets each of them.
         self.faults = faults_for(config.runner.adapter)
+        # True once no case still to finish can enumerate more: the `known` handed to on_result is
+        # then the matrix's total, not a floor (read it in on_result).
+        self.enumerated = False
 
     def depth_of(self, scenario: str) -> int:
         """The run's --depth, capped by the scenario's `[matrix] max_depth`."""
         cap = self.by_name[scenario].matrix.max_depth
         return self.config.depth if cap is None else min(self.config.depth, cap)
+
+    def may_extend(self, case: Case) -> bool:
+        """Whether finishing `case` can enumerate further cases (as `run` does below)."""
+        loop = self.by_name[case.scenario].matrix.crash_loop
+        return (case.depth == 0 or case.depth < self.depth_of(case.scenario)
+                or (case.depth > 0 and case.depth < loop))
 
     def run_case(self, case: Case) -> CaseResult:
         scenario = self.by_name[case.scenario]
@@ -60,7 +69,8 @@ class Matrix:
         return evaluate(obs, scenario, fsync=self.config.runner.fsync,
                         agent=self.config.runner.agent,
                         scenario_dirs=self.config.scenario_dirs,
-                        duration_ms=(time.monotonic() - started) * 1000)
+                        duration_ms=(time.monotonic() - started) * 1000,
+                        timeout_s=self.config.runner.case_timeout_s)
 
     def run(self, on_result: OnResult) -> int:
         """Run the matrix, handing each result to `on_result` (which keeps or writes it; the
@@ -75,9 +85,12 @@ class Matrix:
                 ThreadPoolExecutor(max_workers=max(1, cfg.jobs), thread_name_prefix="case") as pool:
             pending: dict[Future[CaseResult], Case] = {}
 
+            extending = 0  # pending cases that may_extend
+
             def submit(case: Case) -> None:
-                nonlocal known
+                nonlocal known, extending
                 known += 1
+                extending += self.may_extend(case)
                 pending[pool.submit(self.run_case, case)] = case
 
             for scenario in cfg.scenarios:
@@ -89,6 +102,7 @@ class Matrix:
                         raise Interrupted(interrupted.signum)
                     for future in done:
                         case = pending.pop(future)
+                        extending -= self.may_extend(case)
                         try:
                             result = future.result()
                         except CaseAborted:
@@ -114,6 +128,7 @@ class Matrix:
                             known -= 1
                             continue
                         finished += 1
+                        self.enumerated = extending == 0
                         on_result(result, known)
             except KeyboardInterrupt:
                 self._abort(pending)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import shlex
 import shutil
 import sys
 import threading
@@ -21,13 +22,20 @@ from typing import Any, Protocol
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationRunaway, IncarnationTimeout
+from crashmatrix.harness.execution.intruder import FrozenIncarnation
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.execution.workspace_files import snapshot
-from crashmatrix.harness.faults.interface import FaultKind
+from crashmatrix.harness.faults.interface import AtCrash, FaultKind, at_crash_of
 from crashmatrix.harness.faults.registry import fault_named
 from crashmatrix.harness.records.case import Case
-from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Observation, Request
-from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS
+from crashmatrix.harness.records.observation import (
+    Delivery,
+    IncarnationRecord,
+    Intrusion,
+    Observation,
+    Request,
+)
+from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT_S
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.scenarios.model import Scenario
 
@@ -50,7 +58,7 @@ class RunnerConfig:
     adapter: Adapter
     provider: ProviderHost
     work_root: Path
-    case_timeout_s: float = 60.0
+    case_timeout_s: float = DEFAULT_TIMEOUT_S
     max_events: int = DEFAULT_MAX_EVENTS  # per incarnation; more is a runaway, killed at once
     fsync: bool = False
     keep: bool = False
@@ -131,6 +139,7 @@ class CaseRunner:
         deadline = time.monotonic() + cfg.case_timeout_s
         incarnations: list[IncarnationRecord] = []
         deliveries: list[Delivery] = []
+        intrusions: list[Intrusion] = []
         harness_error: str | None = None
         accepted = False
         try:
@@ -139,7 +148,6 @@ class CaseRunner:
                 if self.stop.is_set():
                     raise CaseAborted(case.case_id)
                 restart = index > 1
-                tools = scenario.tools
                 base = LaunchSpec(
                     session=session, workspace=workspace, provider_url=url,
                     tools=[t.value for t in scenario.tools.enabled], policies={},
@@ -152,17 +160,7 @@ class CaseRunner:
                 # must be recovered, never re-submitted.
                 # Once accepted, always: the store is only read until the task is in it.
                 accepted = accepted or (restart and self._accepted(base, incarnations))
-                # Restart policies model a registration that changed between the run that
-                # recorded a call and its recovery, so they apply to incarnations that recover.
-                # A `run` re-issued before anything was accepted is still a first run: under a
-                # restart policy that calls a never-replay tool `safe`, its calls would be
-                # recorded safe and rightly re-run, a double effect no agent could avoid.
-                policies = {t.value: p.value for t, p in tools.policies_at(restart=accepted).items()}
-                overrides = {t.value: p.value
-                             for t, p in tools.overrides_at(restart=accepted).items()}
-                spec = dataclasses.replace(base, policies=overrides)
-                args = (cfg.adapter.recover_args(spec) if accepted
-                        else cfg.adapter.start_args(spec, scenario.task))
+                spec, args, policies = _command(cfg.adapter, base, scenario, accepted)
                 record = IncarnationRecord(index, "recover" if accepted else "run", policies,
                                            requests_before=len(cfg.provider.requests(case_key)),
                                            commits_before=_count_lines(session / "session.jsonl"))
@@ -173,8 +171,11 @@ class CaseRunner:
                 if accepted and cfg.coverage_dir is not None:
                     data = cfg.coverage_dir / f".coverage.{case_key}.{index}"
                     cover = (data, cfg.coverage_source)
+                freezer = _Freezer(self, base, scenario, case_key, case_dir, deliveries, deadline,
+                                   accepted, incarnations, intrusions,
+                                   shlex.join([*cfg.adapter.program, *args]))
                 self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
-                                  cover)
+                                  cover, freezer=freezer)
                 if record.timed_out or record.nondeterministic or record.runaway:
                     break
                 # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles.
@@ -205,6 +206,8 @@ class CaseRunner:
             resume_budget=scenario.agent.resume_budget,
             harness_error=harness_error,
             store_read=has_store,
+            intrusions=intrusions,
+            concurrent=Capability.CONCURRENT in cfg.adapter.capabilities,
         )
 
     def _accepted(self, spec: LaunchSpec, incarnations: list[IncarnationRecord]) -> bool:
@@ -221,17 +224,22 @@ class CaseRunner:
 
     def _incarnation(self, args: list[str], spec: LaunchSpec, record: IncarnationRecord,
                      step: Any, scenario: Scenario, deliveries: list[Delivery],
-                     deadline: float, case_dir: Path, cover: tuple[Path, str] | None) -> None:
+                     deadline: float, case_dir: Path, cover: tuple[Path, str] | None, *,
+                     freezer: _Freezer | None = None, output: Path | None = None) -> None:
+        """Run one incarnation: to `step`'s crash point (and its fault), else to its end.
+        `freezer`: how to hand a FREEZE fault the frozen incarnation (None: an intruder, which
+        is never crashed and gets no deliveries)."""
         env = self._env()
         started = time.monotonic()
         adapter = self.config.adapter
         launch = Launch(program=adapter.program, entry=adapter.python.entry if adapter.python else None,
                         args=args, cwd=case_dir, env=env,
-                        output=case_dir / f"inc{record.index}.log", coverage=cover)
+                        output=output or case_dir / f"inc{record.index}.log", coverage=cover)
         with Incarnation(launch, self.config.spawner, self.config.max_events) as inc:
             try:
-                # Most scenarios deliver nothing: then no event needs a delivery check.
-                pending = _pending(scenario, deliveries)
+                # Most scenarios deliver nothing: then no event needs a delivery check. An
+                # intruder delivers nothing: scenario items are for the session's own incarnations.
+                pending = freezer is not None and _pending(scenario, deliveries)
                 self._grant(inc, step, pending)
                 while (event := inc.next_event(deadline)) is not None:
                     record.events.append(event)
@@ -243,9 +251,21 @@ class CaseRunner:
                             record.nondeterministic = (
                                 f"incarnation {record.index} event {event.n} was {event.point}, "
                                 f"the recording listed {step.point}")
+                        fault = self._fault(step.fault)
+                        if (at_crash_of(fault) is AtCrash.FREEZE and freezer is not None
+                                and not record.nondeterministic):
+                            record.frozen_at = event.n
+                            inc.freeze()
+                            try:
+                                fault.while_frozen(freezer.frozen(inc, record))
+                            finally:
+                                inc.thaw()
+                            step = None  # it was not crashed: it runs on to its end
+                            self._grant(inc, step, pending)
+                            continue
                         inc.kill()
                         record.crashed_at = event.n
-                        self._fault(step.fault).apply(self.config.adapter, spec)
+                        fault.apply(self.config.adapter, spec)
                         break
                     self._grant(inc, step, pending)
                 else:
@@ -301,6 +321,62 @@ class CaseRunner:
             if cancel.id not in done and cancel.at.matches(event.kind, event.label):
                 self.config.adapter.deliver(spec, "cancel", cancel.id, "")
                 deliveries.append(Delivery("cancel", cancel.id, "", index, event.n))
+
+
+@dataclass
+class _Freezer:
+    """What the runner knows of a case when an incarnation is frozen: enough to start a second
+    one beside it, as a restart would be started now."""
+
+    runner: CaseRunner
+    base: LaunchSpec
+    scenario: Scenario
+    case_key: str
+    case_dir: Path
+    deliveries: list[Delivery]
+    deadline: float
+    accepted: bool
+    incarnations: list[IncarnationRecord]
+    intrusions: list[Intrusion]  # the case's: every intruder recorded is added here
+    holder_command: str
+
+    def frozen(self, inc: Incarnation, holder: IncarnationRecord) -> FrozenIncarnation:
+        cfg, runner = self.runner.config, self.runner
+        # The command a restart would run now: `recover` once the task is in the store.
+        accepted = self.accepted or runner._accepted(self.base, self.incarnations)
+        spec, args, policies = _command(cfg.adapter, self.base, self.scenario, accepted)
+
+        def run_to_end(second: list[str], record: IncarnationRecord, output: Path, until: float) -> None:
+            runner._incarnation(second, spec, record, None, self.scenario, self.deliveries, until,
+                                self.case_dir, None, output=output)
+
+        return FrozenIncarnation(
+            adapter=cfg.adapter, spec=spec, pid=inc.pid, holder=holder,
+            holder_command=self.holder_command, second_args=args,
+            second_command="recover" if accepted else "run", second_policies=policies,
+            requests=lambda: len(cfg.provider.requests(self.case_key)),
+            commits=lambda: _count_lines(self.base.session / "session.jsonl"),
+            run_to_end=run_to_end, case_dir=self.case_dir, deadline=self.deadline,
+            intrusions=self.intrusions)
+
+
+def _command(adapter: Adapter, base: LaunchSpec, scenario: Scenario,
+             accepted: bool) -> tuple[LaunchSpec, list[str], dict[str, str]]:
+    """The spec, the arguments and the registered policies of an incarnation started now:
+    `recover` once the task was accepted (is in the store), else `run TASK` again.
+
+    Restart policies model a registration that changed between the run that recorded a call and
+    its recovery, so they apply to incarnations that recover. A `run` re-issued before anything
+    was accepted is still a first run: under a restart policy that calls a never-replay tool
+    `safe`, its calls would be recorded safe and rightly re-run, a double effect no agent could
+    avoid.
+    """
+    tools = scenario.tools
+    policies = {t.value: p.value for t, p in tools.policies_at(restart=accepted).items()}
+    overrides = {t.value: p.value for t, p in tools.overrides_at(restart=accepted).items()}
+    spec = dataclasses.replace(base, policies=overrides)
+    args = adapter.recover_args(spec) if accepted else adapter.start_args(spec, scenario.task)
+    return spec, args, policies
 
 
 def _pending(scenario: Scenario, deliveries: list[Delivery]) -> bool:

@@ -10,9 +10,11 @@ import socket
 import subprocess
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode
+from crashmatrix.harness.execution.zygote_server import MEASURE_IMPORTS
 
 
 class ZygoteError(RuntimeError):
@@ -54,13 +56,18 @@ class Zygote:
 
     mode = SpawnMode.FORK
 
-    def __init__(self, preload: list[str]) -> None:
+    def __init__(self, preload: list[str], measure_imports: tuple[Path, str] | None = None) -> None:
+        """`measure_imports`: (data file, source package) to save the coverage of importing
+        `preload` to (--line-coverage); the children's own data comes from `Launch.coverage`."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
+        env = dict(os.environ)
+        if measure_imports is not None:
+            env[MEASURE_IMPORTS] = json.dumps([str(measure_imports[0]), measure_imports[1]])
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "crashmatrix.harness.execution.zygote_server", str(theirs.fileno()),
              str(os.getpid()), *preload],
-            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
+            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, env=env,
         )
         theirs.close()
         ready = self._sock.recv(4096)

@@ -24,6 +24,9 @@ from typing import Any
 from crashmatrix.harness.execution.spawn import die_with_parent
 
 MAX_MESSAGE = 1 << 20
+# Set (to JSON ["DATA_FILE", "SOURCE"]) when the preloaded modules' import-time lines are to be measured
+# by coverage.py (--line-coverage); removed before any child can inherit it.
+MEASURE_IMPORTS = "CRASHMATRIX_MEASURE_IMPORTS"
 
 
 def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int], zygote: int) -> None:
@@ -116,6 +119,12 @@ def serve(sock: socket.socket) -> None:
 def main() -> None:
     fd, harness = int(sys.argv[1]), int(sys.argv[2])
     die_with_parent(harness)
+    measured = os.environ.pop(MEASURE_IMPORTS, None)
+    if measured:  # --line-coverage: ["DATA_FILE", "SOURCE"]
+        from crashmatrix.harness.execution.covered import measure_imports  # noqa: PLC0415 - only then
+
+        data_file, source = json.loads(measured)
+        measure_imports(data_file, source, sys.argv[3:])
     for module in sys.argv[3:]:
         importlib.import_module(module)
     # Move everything imported so far out of the collector's reach: a child's first collection

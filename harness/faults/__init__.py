@@ -1,5 +1,6 @@
 """Fault kinds: the contract (`interface`), the registry, and one module per built-in kind.
 
 Built-ins, registered in pyproject.toml exactly as a third party registers its own: `kill`
-(SIGKILL at any event) and `torn` (killed mid-commit, the last write torn).
+(SIGKILL at any event), `torn` (killed mid-commit, the last write torn) and `second` (frozen,
+while a second process is started on the session).
 """

@@ -1,26 +1,76 @@
-"""The fault-kind contract: where a fault is enumerated, what it does, and what it needs.
+"""The fault-kind contract: where a fault is enumerated, what it does at its crash point, and what it needs.
 
 A fault kind is any object with these members, registered under the entry-point group
-`crashmatrix.faults` (see `crashmatrix.harness.plugins`). Every fault first kills the
-incarnation at its crash point (SIGKILL of the process group, at the probe event); `apply` then
-changes what the dead agent left behind before the next incarnation starts.
+`crashmatrix.faults` (see `crashmatrix.harness.plugins`). At its crash point (a probe event) the
+runner does what the fault's `at_crash` says, one of a closed set (`AtCrash`):
+
+- `KILL`: SIGKILL of the incarnation's process group; `apply` then changes what the dead agent
+  left behind before the next incarnation starts (`kill` does nothing more, `torn` tears the
+  store's last write).
+- `FREEZE`: SIGSTOP of the process group (the agent is alive, its lock held, its files open);
+  `while_frozen` acts while it is stopped, through the `Frozen` the runner hands it; then the
+  runner sends SIGCONT and the incarnation runs to its end. The runner SIGCONTs or SIGKILLs a
+  frozen agent on every path (an error in `while_frozen`, the case deadline, an interrupt).
+
+A fault kind written before `at_crash` existed kills: `at_crash_of` reads it that way.
 """
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Protocol
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 
 
+class AtCrash(StrEnum):
+    """What happens to the incarnation at the fault's crash point."""
+
+    KILL = "kill"  # SIGKILL; `apply` then acts on what the dead agent left
+    FREEZE = "freeze"  # SIGSTOP; `while_frozen` acts; SIGCONT, and it runs to its end
+
+
+class Frozen(Protocol):
+    """The stopped incarnation as a FREEZE fault sees it; the runner provides it."""
+
+    @property
+    def adapter(self) -> Adapter: ...
+
+    @property
+    def spec(self) -> LaunchSpec: ...
+
+    @property
+    def pid(self) -> int:
+        """The stopped agent's pid (the leader of its process group)."""
+        ...
+
+    def start_second(self) -> None:
+        """Start another incarnation of the agent on the same session, with the command the
+        next incarnation would run (`recover`, or `run TASK` while the task is not yet in the
+        store), and wait for it to end, under a deadline (a hung one is killed). The runner
+        records it as an intruder, with the session directory and the workspace before and
+        after it, for the verifier to judge."""
+        ...
+
+
 class FaultKind(Protocol):
     name: str  # as written in case ids: `.../07:commit.written:run_started/torn`
     requires: frozenset[Capability]  # an adapter lacking one is never given this fault
+    at_crash: AtCrash
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         """Whether the single-crash matrix crashes with this fault at a recorded event. Pure."""
         ...
 
     def apply(self, adapter: Adapter, spec: LaunchSpec) -> None:
-        """Act on the case tree once the incarnation is dead (a plain kill does nothing)."""
+        """KILL: act on the case tree once the incarnation is dead (a plain kill does nothing)."""
         ...
+
+    def while_frozen(self, frozen: Frozen) -> None:
+        """FREEZE: act while the incarnation is stopped (never called for a KILL fault)."""
+        ...
+
+
+def at_crash_of(fault: FaultKind) -> AtCrash:
+    """The fault's `at_crash`; KILL for a fault kind that predates the member."""
+    return AtCrash(getattr(fault, "at_crash", AtCrash.KILL))

@@ -6,17 +6,22 @@ A SIGKILL keeps the page cache: everything the agent wrote survives, synced or n
 from __future__ import annotations
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+from crashmatrix.harness.faults.interface import AtCrash, Frozen
 
 
 class Kill:
     name = "kill"
     requires = frozenset({Capability.KILL})
+    at_crash = AtCrash.KILL
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return True
 
     def apply(self, adapter: Adapter, spec: LaunchSpec) -> None:
         pass  # the kill itself is the whole fault
+
+    def while_frozen(self, frozen: Frozen) -> None:
+        pass  # a KILL fault is never frozen
 
 
 KILL = Kill()

@@ -7,6 +7,7 @@ its last record. It is enumerated only where a write can be half done.
 from __future__ import annotations
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+from crashmatrix.harness.faults.interface import AtCrash, Frozen
 
 TORN_AT = "commit.written"  # the only boundary where a write can be half done
 
@@ -14,12 +15,16 @@ TORN_AT = "commit.written"  # the only boundary where a write can be half done
 class Torn:
     name = "torn"
     requires = frozenset({Capability.KILL, Capability.TEAR})
+    at_crash = AtCrash.KILL
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return kind == TORN_AT
 
     def apply(self, adapter: Adapter, spec: LaunchSpec) -> None:
         adapter.tear(spec)
+
+    def while_frozen(self, frozen: Frozen) -> None:
+        pass  # a KILL fault is never frozen
 
 
 TORN = Torn()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from crashmatrix.harness.mutants import lock_faults as K
 from crashmatrix.harness.mutants import log_faults as G
 from crashmatrix.harness.mutants import loop_faults as L
 from crashmatrix.harness.mutants import recovery_faults as F
@@ -33,6 +34,7 @@ class MutantName(StrEnum):
     REPAIR_DROPS_ONE_MORE = "repair-drops-one-more"
     SPLIT_FINAL = "split-final"
     RETRY_RESET = "retry-reset"
+    RECOVER_NO_LOCK = "recover-no-lock"
     MESSAGES_ONLY = "messages-only"
 
 
@@ -119,6 +121,11 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "The committed retry count is not read back after a crash, so the attempts start again "
        "at 1 after every restart and a provider that stays down is retried far past max_retries.",
        S.retry_reset, "retries-exhausted"),
+    _m(N.RECOVER_NO_LOCK,
+       "Recovery opens the session without taking its lock, since a crashed process holds none; "
+       "but a process that is only slow (stopped, swapped out, paused in a debugger) still holds "
+       "the session, and the two write it at once.",
+       K.recover_no_lock, "changelog-fast"),
     _m(N.MESSAGES_ONLY,
        "A framework that persists the message history but has no recovery rules re-runs whatever "
        "has no result and resumes whatever is open.",

@@ -29,6 +29,12 @@ class IncarnationRecord:
     # Killed by the harness at this probe event, one past the step bound (`--max-events`),
     # without having ended: a runaway loop, of the agent or of the scenario's script.
     runaway: int | None = None
+    # Started on the session while another incarnation of it was alive, frozen (fault `second`):
+    # kept in `Observation.intrusions`, never in `incarnations`, whose order is the session's.
+    intruder: bool = False
+    # The probe event this incarnation was frozen at (SIGSTOP) while an intruder ran; it was
+    # then resumed and ran on (it is not a crash).
+    frozen_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,26 @@ class Delivery:
 
 
 @dataclass
+class Intrusion:
+    """A second incarnation started on the session while incarnation `holder` was frozen.
+
+    The snapshots are taken around the intruder, while the holder was stopped: whatever changed
+    between them, the intruder changed.
+    """
+
+    holder: int  # index of the frozen incarnation
+    holder_pid: int  # what a refusal should name (the agent's lock records it)
+    holder_command: str  # the frozen incarnation's arguments, as a shell would quote them
+    record: IncarnationRecord  # the intruder (`intruder` set); its own events, exit, timeout
+    output: str  # the end of what it printed (stdout and stderr)
+    requests_after: int  # provider requests recorded when it ended (`record.requests_before`: at start)
+    session_before: dict[str, str] = field(default_factory=dict)
+    session_after: dict[str, str] = field(default_factory=dict)
+    workspace_before: dict[str, str] = field(default_factory=dict)
+    workspace_after: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
 class Observation:
     case: Case
     incarnations: list[IncarnationRecord]
@@ -69,6 +95,11 @@ class Observation:
     # False when the adapter reads no store (no STORE capability): `transcript` is empty, and
     # the invariants that need it are not applicable rather than held.
     store_read: bool = True
+    # Second processes started on the session while an incarnation was frozen (fault `second`).
+    intrusions: list[Intrusion] = field(default_factory=list)
+    # False when the adapter does not declare `concurrent`: no case of this agent starts a second
+    # process, and one-writer is not applicable rather than held.
+    concurrent: bool = True
 
     def all_events(self) -> list[tuple[int, ProbeEvent]]:
         return [(inc.index, e) for inc in self.incarnations for e in inc.events]

@@ -31,6 +31,8 @@ DEFAULT_AGENT = "durable-agent"
 # step limit (100 model replies) ends a run within about 1,500. Ten thousand leaves an agent of
 # your own room for long tasks and still ends a loop in seconds, long before the case deadline.
 DEFAULT_MAX_EVENTS = 10_000
+# The case deadline (`--timeout`, seconds): a case still running then is killed, its verdict says so.
+DEFAULT_TIMEOUT_S = 60.0
 
 
 class ResultsError(Exception):
@@ -62,6 +64,10 @@ class CaseResult:
     # "message", "fix", ...evidence} (harness/verify/scenario_error.py). With verdict
     # scenario-error it is the whole verdict; beside a `fail`, a note on what else went wrong.
     scenario_error: dict[str, Any] | None = None
+    # What `repro` would show, for a case whose verdict is not `pass` (None for a pass, so a green
+    # results.jsonl stays small): incarnations and their events, provider requests with the
+    # history sent, deliveries, the store's commits, the files that changed (records/evidence.py).
+    evidence: dict[str, Any] | None = None
 
     @property
     def invariants(self) -> list[str]:

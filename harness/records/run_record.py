@@ -82,6 +82,20 @@ class Shards:
 
 
 @dataclass(frozen=True)
+class LineCoverageRecord:
+    """What `run --line-coverage` measured: the total, where its HTML is (relative to run.json's
+    directory, so a moved or downloaded output folder still links to it), and from how many
+    recovery incarnations."""
+
+    percent: float
+    html: str
+    recoveries: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"percent": self.percent, "html": self.html, "recoveries": self.recoveries}
+
+
+@dataclass(frozen=True)
 class RunRecord:
     declared_branches: tuple[str, ...]
     options: RunOptions = RunOptions()
@@ -92,6 +106,7 @@ class RunRecord:
     ended: RunEnd | None = None  # None: the run has not recorded an end (running, or killed)
     shards: Shards | None = None  # set by `merge`
     format: int = FORMAT
+    line_coverage: LineCoverageRecord | None = None  # set by `run --line-coverage` when it measured
 
     @property
     def expected_total(self) -> int | None:
@@ -108,6 +123,8 @@ class RunRecord:
             "expected_total": self.expected_total, "known": self.known, "done": self.done,
             "complete": self.complete, "ended": None if self.ended is None else self.ended.value,
         }
+        if self.line_coverage is not None:
+            data["line_coverage"] = self.line_coverage.to_json()
         if self.shards is not None:
             s = self.shards
             data["merged"] = {"of": s.of, "present": list(s.present), "missing": list(s.missing),
@@ -124,6 +141,7 @@ class RunRecord:
         scenarios = get("scenarios", is_str_list, "a list of strings")
         expected = get("expected", _is_counts, "an object of case counts")
         merged = get("merged", lambda v: isinstance(v, dict), "an object")
+        lines = get("line_coverage", lambda v: isinstance(v, dict), "an object")
         ended = get("ended", lambda v: v in {e.value for e in RunEnd},
                     "one of " + ", ".join(e.value for e in RunEnd))
         record = cls(
@@ -143,7 +161,8 @@ class RunRecord:
             complete=get("complete", _is_bool, "true or false"),
             ended=None if ended is None else RunEnd(ended),
             shards=None if merged is None else _shards(merged, path),
-            format=get("format", _is_int, "an integer") or 1)
+            format=get("format", _is_int, "an integer") or 1,
+            line_coverage=None if lines is None else _line_coverage(lines, path))
         if record.complete and record.expected is None:
             raise RunFileError(f"{path}: complete is true, but expected gives no case counts")
         return record
@@ -206,6 +225,13 @@ def _shards(data: dict[str, Any], path: Path) -> Shards:
                   present=tuple(get("present", _is_count_list, "a list of shard numbers", required=True)),
                   incomplete=tuple(get("incomplete", _is_count_list, "a list of shard numbers") or ()),
                   unchecked=get("unchecked", _is_count, "a count") or 0)
+
+
+def _line_coverage(data: dict[str, Any], path: Path) -> LineCoverageRecord:
+    get = _Fields(data, path, "line_coverage.")
+    return LineCoverageRecord(percent=float(get("percent", _is_number, "a number", required=True)),
+                              html=get("html", _is_str, "a string", required=True),
+                              recoveries=get("recoveries", _is_count, "a count", required=True))
 
 
 def run_file_for(results_path: Path) -> Path:

@@ -12,6 +12,9 @@ from crashmatrix.harness.records.events import ProbeEvent
 class InvariantId(StrEnum):
     """The promises the verifier checks (docs/invariants.md); the order is the report order."""
 
+    # First: a second writer is the cause of whatever else it breaks (a damaged log, a double
+    # effect), and a report should name the cause.
+    ONE_WRITER = "one-writer"
     LOG_INTEGRITY = "log-integrity"
     PAIRING = "pairing"
     AT_MOST_ONCE = "at-most-once"

@@ -17,6 +17,7 @@ from crashmatrix.harness.verify.intent_before_effect import check_intent_before_
 from crashmatrix.harness.verify.liveness import check_liveness
 from crashmatrix.harness.verify.log_integrity import check_log_integrity
 from crashmatrix.harness.verify.no_silent_success import check_no_silent_success
+from crashmatrix.harness.verify.one_writer import check_one_writer
 from crashmatrix.harness.verify.oracle import check_scenario_oracle
 from crashmatrix.harness.verify.pairing import check_pairing
 from crashmatrix.harness.verify.provider_view import provider_transcript
@@ -32,6 +33,7 @@ from crashmatrix.scenarios.model import Scenario
 Check = Callable[[Observation, Scenario], list[Violation]]
 
 CHECKS: Mapping[InvariantId, Check] = MappingProxyType({
+    InvariantId.ONE_WRITER: check_one_writer,
     InvariantId.LOG_INTEGRITY: check_log_integrity,
     InvariantId.PAIRING: check_pairing,
     InvariantId.AT_MOST_ONCE: check_at_most_once,
@@ -52,8 +54,9 @@ CHECKS: Mapping[InvariantId, Check] = MappingProxyType({
 })
 
 # Checks that still mean something when the store could not be read at all: every other check
-# would judge an empty transcript and blame the agent for history the reader lost.
-WITHOUT_STORE = frozenset({InvariantId.LOG_INTEGRITY, InvariantId.LIVENESS})
+# would judge an empty transcript and blame the agent for history the reader lost. (one-writer
+# reads nothing of the store; a second writer is the likeliest cause of a log no reader can read.)
+WITHOUT_STORE = frozenset({InvariantId.ONE_WRITER, InvariantId.LOG_INTEGRITY, InvariantId.LIVENESS})
 
 
 # What each invariant reads from the agent's store: without a store reader (an adapter with no
@@ -109,6 +112,10 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
         skipped = [NotApplicable(i, f"it reads {what}, {why}") for i, what in FROM_STORE.items()]
         partly = [NotApplicable(i, f"{what}, {why}", partly=True)
                   for i, what in PARTLY_FROM_STORE.items()]
+    if not obs.concurrent:
+        skipped.append(NotApplicable(InvariantId.ONE_WRITER, (
+            "no second process is started on its sessions: the agent's adapter declares no "
+            "'concurrent' capability")))
     t = obs.transcript
     unreadable = t.integrity_error is not None and t.commits == 0 and not t.runs and not t.messages
     out: list[Violation] = []

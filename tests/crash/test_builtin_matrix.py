@@ -65,13 +65,46 @@ def test_line_coverage_measures_recoveries_only(tmp_path: Path) -> None:
     proc = crashmatrix("run", "--scenarios", SCENARIOS, "--scenario", "tiny", "--line-coverage",
                        "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
-    match = re.search(r"coverage of the agent in recovery incarnations: ([\d.]+)% \((\d+) recoveries",
-                      proc.stderr)
-    assert match, proc.stderr
-    assert float(match.group(1)) > 30
+    measured = json.loads((tmp_path / "run.json").read_text())["line_coverage"]
+    assert measured["percent"] > 30
+    assert measured["html"] == "coverage/index.html"
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     later_exited = sum(1 for r in rows for code in r["exit_codes"][1:] if code is not None)
-    assert 0 < int(match.group(2)) <= later_exited
-    assert (tmp_path / "coverage" / "index.html").exists()
+    assert 0 < measured["recoveries"] <= later_exited
     html = (tmp_path / "coverage" / "index.html").read_text()
     assert "recovery.py" in html
+    # The total is said where a reader looks: the summary, summary.md and report.html, linked.
+    total = f"{measured['percent']}%"
+    assert re.search(rf"coverage .*lines\+branches of the agent run by recovery {re.escape(total)}",
+                     " ".join(proc.stdout.split())), proc.stdout
+    assert f"**{total}**" in (tmp_path / "summary.md").read_text()
+    assert "](coverage/index.html)" in (tmp_path / "summary.md").read_text()
+    report = (tmp_path / "report.html").read_text()
+    assert total in report
+    assert 'href="coverage/index.html"' in report
+
+
+def _measured(data_file: Path, root: Path) -> dict[str, tuple[list[int], list[tuple[int, int]]]]:
+    import coverage  # noqa: PLC0415 - only here
+
+    data = coverage.CoverageData(basename=str(data_file))
+    data.read()
+    return {str(Path(f).resolve().relative_to(root)):
+            (sorted(data.lines(f) or []), sorted(data.arcs(f) or [])) for f in data.measured_files()}
+
+
+def test_line_coverage_is_the_same_forked_from_the_zygote_as_in_fresh_interpreters(tmp_path: Path) -> None:
+    """The zygote preloads the agent and measures its import-time lines once; the children measure
+    only what they run. Together that must be exactly what fresh interpreters, which import the
+    agent under coverage each time, measure: every line and every branch arc."""
+    root = Path(__file__).resolve().parents[2]
+    measured = {}
+    for spawn in ("fork", "fresh"):
+        out = tmp_path / spawn
+        proc = crashmatrix("run", "--scenarios", SCENARIOS, "--scenario", "tiny", "--line-coverage",
+                           "--spawn", spawn, "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        measured[spawn] = _measured(out / ".coverage", root)
+    assert measured["fork"], "nothing measured"
+    assert any(path.endswith("recovery.py") for path in measured["fork"])
+    assert measured["fork"] == measured["fresh"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -11,9 +12,15 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crashmatrix.harness.execution.hunt import hunt_all
+from crashmatrix.fakes import FakeProvider
+from crashmatrix.harness.adapters.mutant import MutantAdapter
+from crashmatrix.harness.execution.hunt import hunt, hunt_all
+from crashmatrix.harness.execution.runner import RunnerConfig
 from crashmatrix.harness.execution.spawn import SpawnMode
+from crashmatrix.harness.execution.spawners import make_spawner
+from crashmatrix.harness.faults.registry import faults_for
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
+from crashmatrix.scenarios import load_builtin
 
 pytestmark = pytest.mark.crash
 COMMAND = [sys.executable, "-m", "crashmatrix", "mutants"]
@@ -72,3 +79,32 @@ def test_the_table_names_mutant_verdict_case_and_invariant() -> None:
     assert header.split() == ["mutant", "verdict", "first", "killing", "case", "invariant"]
     assert [r.split()[:2] for r in rows] == [["bare-continue", "killed"], ["resume-finished", "killed"]]
     assert rows[0].split()[-1] == "continuation"
+
+
+def test_recover_no_lock_is_killed_by_the_second_process_fault_and_by_no_older_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its catalogue scenarios, at their default depth, with every fault but `second`: it survives
+    # (with one process at a time, a lock nobody contends changes nothing); then with it: killed.
+    name = MutantName.RECOVER_NO_LOCK
+    scenarios = [load_builtin()[s] for s in CATALOGUE[name].scenarios]
+    assert MutantAdapter.python is not None
+    spawner = make_spawner(SpawnMode.FORK, list(MutantAdapter.python.preload))
+    with FakeProvider() as provider, contextlib.closing(spawner):
+        runner = RunnerConfig(adapter=MutantAdapter(name), provider=provider, work_root=tmp_path,
+                              spawner=spawner)
+        every = faults_for(runner.adapter)
+        assert "second" in [f.name for f in every]
+        older = [f for f in every if f.name != "second"]
+        monkeypatch.setattr("crashmatrix.harness.execution.matrix.faults_for", lambda adapter: older)
+        survived = hunt(name, scenarios, runner, jobs=2)
+        monkeypatch.undo()
+        killed = hunt(name, scenarios, runner, jobs=2)
+    assert not survived.killed, survived
+    assert survived.cases > 40, "a whole matrix ran"
+    assert survived.unjudged == 0
+    assert killed.killed
+    assert killed.case is not None
+    assert killed.case.endswith("/second")
+    assert killed.invariant == "one-writer"
+    assert killed.repro == f"crashmatrix repro {killed.case} --agent mutant:recover-no-lock"
+

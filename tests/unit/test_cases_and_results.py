@@ -123,3 +123,16 @@ def test_merge_combines_and_rejects_conflicts() -> None:
     assert [r.case for r in merged] == ["a/none", "b/none"]
     with pytest.raises(ResultsError, match="different verdicts"):
         merge([[_result("a/none")], [_result("a/none", Verdict.FAIL)]])
+
+
+def test_a_repro_line_names_the_options_that_decided_its_verdict() -> None:
+    from crashmatrix.harness.evaluate import repro_command  # noqa: PLC0415 - only here
+
+    case = "s/03:effect.after:append_note/kill"
+    assert repro_command(case, []) == f"crashmatrix repro {case}"
+    assert repro_command(case, ["checks/s"], "mutant:x", 50, fsync=True, timeout_s=5.0) == (
+        f"crashmatrix repro {case} --scenarios checks/s --agent mutant:x --max-events 50 "
+        "--fsync on --timeout 5")
+    # The defaults are not repeated: a line stays short and survives a change of default.
+    plain = repro_command(case, [], max_events=10_000, fsync=False, timeout_s=60.0)
+    assert plain == f"crashmatrix repro {case}"

@@ -21,6 +21,7 @@ from crashmatrix.harness.records.results import (
 from crashmatrix.harness.records.run_record import (
     Completeness,
     Completion,
+    LineCoverageRecord,
     RunEnd,
     RunFileError,
     RunOptions,
@@ -134,6 +135,10 @@ def test_run_json_round_trips_and_reads_the_older_format(tmp_path: Path) -> None
     ({"declared_branches": [], "merged": {"of": 3}}, "merged.present must be a list of shard numbers"),
     ({"declared_branches": [], "complete": True}, "complete is true, but expected gives no case counts"),
     ({"declared_branches": "all"}, "declared_branches must be a list of strings"),
+    ({"declared_branches": [], "line_coverage": {"percent": "64%", "html": "c/i.html", "recoveries": 3}},
+     "line_coverage.percent must be a number"),
+    ({"declared_branches": [], "line_coverage": {"percent": 64.7, "recoveries": 3}},
+     "line_coverage.html must be a string"),
     ([], "not a run description"),
 ])
 def test_a_damaged_run_json_is_refused_naming_the_file_and_field(
@@ -142,6 +147,14 @@ def test_a_damaged_run_json_is_refused_naming_the_file_and_field(
     path.write_text(json.dumps(data))
     with pytest.raises(RunFileError, match=f"^{path}: {message}"):
         read_run(path)
+
+
+def test_the_line_coverage_total_survives_a_round_trip(tmp_path: Path) -> None:
+    measured = LineCoverageRecord(64.7, "coverage/index.html", 90)
+    record = RunRecord(declared_branches=("a",), line_coverage=measured)
+    write_run(tmp_path / "run.json", record)
+    assert read_run(tmp_path / "run.json") == record
+    assert "line_coverage" not in RunRecord(declared_branches=()).to_json()  # never measured: absent
 
 
 def test_options_differences_name_each_recorded_field() -> None:

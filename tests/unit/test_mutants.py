@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -10,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from crashmatrix.agent import inbox, loop, provider, recovery, state
+from crashmatrix.agent import cli, inbox, loop, provider, recovery, state
 from crashmatrix.agent import records as R
+from crashmatrix.agent.lock import SessionLock
 from crashmatrix.agent.log import SessionLog
 from crashmatrix.agent.loop import Agent
 from crashmatrix.agent.records import Entry, Intent, Outcome, Replay, Role
@@ -86,7 +88,7 @@ def test_the_catalogue_names_every_mutant_of_the_issue_with_a_failure_class_and_
 
 def _seams() -> dict[tuple[str, str], object]:
     owners: list[Any] = [loop, recovery, state, R, inbox, provider, Agent, provider.ProviderClient,
-                         SessionLog]
+                         SessionLog, cli]
     return {(repr(o), k): v for o in owners for k, v in vars(o).items()}
 
 
@@ -285,3 +287,30 @@ def test_volatile_inbox_saves_an_input_in_the_shape_of_the_correct_agent_when_us
         assert stub.requests[-1][-1] == {"role": "user", "content": "also this"}
     assert ["input_queued", "message", "input_consumed"] in _types(paths)
     assert json.dumps(paths.entries()).count("in-1") == 2
+
+
+# -- the session lock ----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", [None, N.RECOVER_NO_LOCK])
+def test_recover_no_lock_recovers_a_session_another_process_holds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: MutantName | None) -> None:
+    paths = make_paths(tmp_path)
+    write_log(paths, _prompt())  # an open run: a recovery has work to do
+    holder = SessionLock(paths.session / "session.lock")
+    holder.acquire()  # a second open file: its flock conflicts with the agent's, as another process's
+    common = ["--session", str(paths.session), "--workspace", str(paths.workspace)]
+    try:
+        with mutant(name):
+            # The mutant skips the lock in `recover` only: a `run` is still refused.
+            assert cli.main([*common, "run", "task"]) == cli.EXIT_SESSION
+            recovered = cli.main([*common, "recover"])
+    finally:
+        holder.release()
+    err = capsys.readouterr().err
+    assert f"is locked by pid {os.getpid()}" in err
+    if name is None:
+        assert recovered == cli.EXIT_SESSION
+        assert len(paths.commits()) == 1, "a refused recovery writes nothing"
+    else:
+        assert recovered != cli.EXIT_SESSION
+        assert err.count("is locked by") == 1
+        assert len(paths.commits()) > 1, "the lock-free recovery wrote the held session"

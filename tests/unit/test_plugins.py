@@ -66,7 +66,7 @@ def test_a_third_party_fault_is_enumerated_like_a_builtin() -> None:
     assert FAULTS.get("snap").name == "snap"
     durable = ADAPTERS.get("durable-agent")
     # Sorted by name; a fault needing a capability the adapter lacks is never given to it.
-    assert [f.name for f in faults_for(durable)] == ["kill", "snap", "torn"]
+    assert [f.name for f in faults_for(durable)] == ["kill", "second", "snap", "torn"]
     cases = single_crash_cases("s", ["effect.after:append_note", "commit.written:x"], faults_for(durable))
     assert [c.case_id for c in cases] == ["s/01:effect.after:append_note/kill",
                                           "s/01:effect.after:append_note/snap",
@@ -88,3 +88,18 @@ def test_a_broken_or_misnamed_plugin_is_named(tmp_path: Path, monkeypatch: pytes
         point.get("wrong")
     with pytest.raises(PluginError, match="names must match"):
         point.get("Bad_Name")
+
+
+def test_line_coverage_measures_the_agents_own_package() -> None:
+    from crashmatrix.harness.adapters.durable import ENTRY  # noqa: PLC0415
+    from crashmatrix.harness.adapters.interface import PythonEntry  # noqa: PLC0415
+    from crashmatrix.harness.adapters.mutant import MutantAdapter  # noqa: PLC0415
+
+    # A user's agent: its top-level package, not ours.
+    assert PythonEntry("mypkg.agent.main", "mypkg.agent.main:run").measured == "mypkg"
+    named = PythonEntry("mypkg.agent", "mypkg.agent:run", coverage_source="mypkg.agent")
+    assert named.measured == "mypkg.agent"
+    # Ours lives inside crashmatrix: the agent package only, for the mutants too.
+    assert ENTRY.measured == "crashmatrix.agent"
+    assert MutantAdapter.python is not None
+    assert MutantAdapter.python.measured == "crashmatrix.agent"

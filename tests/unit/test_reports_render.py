@@ -125,7 +125,9 @@ def test_html_has_no_external_reference_at_all() -> None:
         assert needle not in page
     links = parse(page)
     assert links.refs, "the failing cells link to their timelines"
-    assert [ref for ref in links.refs if not re.fullmatch(r"#t\d+", ref)] == []
+    # Every link is to a place on the page itself.
+    ids = {a.get("id") for _, a in links.tags if a.get("id")}
+    assert [ref for ref in links.refs if not re.fullmatch(r"#[\w.-]+", ref) or ref[1:] not in ids] == []
     assert not [t for t, _ in links.tags if t in ("link", "img", "iframe", "object", "embed", "base")]
     assert not [a for t, a in links.tags if t == "script" and "src" in a]
 
@@ -143,7 +145,7 @@ def test_html_grid_has_a_titled_cell_per_case_in_event_order() -> None:
 
 def test_html_draws_a_timeline_per_failing_case_and_the_coverage_table() -> None:
     page = html.render(sample_results(), DECLARED)
-    assert page.count('<section class="timeline"') == 5
+    assert page.count('<details class="case"') == 5
     assert '<li class="crash" title="SIGKILL here">13 effect.after:append_note ✕ killed</li>' in page
     assert f'<code class="repro">{REPRO}</code>' in page
     assert "incarnation 3 (settle): exit code 0" in page
@@ -157,6 +159,7 @@ def test_html_draws_a_timeline_per_failing_case_and_the_coverage_table() -> None
 def test_html_caps_timelines_but_not_the_grid() -> None:
     results = many_failures(html.MAX_TIMELINES + 30)
     page = html.render(results, DECLARED)
-    assert page.count('<section class="timeline"') == html.MAX_TIMELINES
-    assert "30 more failing case(s) left out here" in page
+    assert page.count('<details class="case"') == html.MAX_TIMELINES
+    assert page.count('<li class="case"') == 30, "the rest are listed by id, with their repro line"
+    assert "30 more failing case(s) not drawn in full here" in page
     assert page.count('class="cell v-fail"') == len(results)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from crashmatrix.harness.records.events import ProbeEvent
-from crashmatrix.harness.records.observation import Delivery, Observation
+from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Intrusion, Observation
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.harness.verify import CHECKS, InvariantId, Violation, judge, verify
 from crashmatrix.harness.verify.checks import FROM_STORE
@@ -38,7 +38,7 @@ def ids(violations: list[Violation]) -> set[InvariantId]:
 
 def test_invariant_ids_are_the_design_vocabulary_in_report_order() -> None:
     assert [i.value for i in InvariantId] == [
-        "log-integrity", "pairing", "at-most-once", "no-silent-success", "safe-rerun",
+        "one-writer", "log-integrity", "pairing", "at-most-once", "no-silent-success", "safe-rerun",
         "finished-stays-finished", "continuation", "resume-budget", "queued-input",
         "retry-intent",
         "intent-before-effect", "reserved-result", "durable-commits",
@@ -160,12 +160,24 @@ def _settle_hangs() -> Case:
     return obs, scenario
 
 
+def _second_process_committed() -> Case:
+    obs, scenario = _baseline()
+    holder = obs.incarnations[1]
+    holder.frozen_at = 4
+    record = IncarnationRecord(holder.index, "recover", {}, exit_code=0, intruder=True,
+                               events=[ProbeEvent(1, K.COMMIT_WRITTEN.value, "notice", {"seq": 12})])
+    obs.intrusions = [Intrusion(holder.index, 99, "agent recover", record, output="",
+                                requests_after=0)]
+    return obs, scenario
+
+
 def _expects_cancelled() -> Case:
     obs, _ = _baseline()
     return obs, changelog_scenario(Expect(outcome=(Outcome.CANCELLED,)))
 
 
 MUTATIONS: dict[InvariantId, tuple[Callable[[], Case], set[InvariantId]]] = {
+    Id.ONE_WRITER: (_second_process_committed, {Id.ONE_WRITER}),
     Id.LOG_INTEGRITY: (_store_unreadable, {Id.LOG_INTEGRITY}),
     # The provider saw the history before the duplicate was committed: the store diverges too;
     # and the duplicate is not under the id the call's tool_started reserved.
@@ -257,7 +269,9 @@ def test_without_a_store_the_store_bound_invariants_are_not_applicable_and_the_r
     assert partly == {InvariantId.PAIRING, InvariantId.CONTINUATION, InvariantId.SCENARIO_ORACLE,
                       InvariantId.LIVENESS, InvariantId.AT_MOST_ONCE, InvariantId.FINAL_ENDS_RUN,
                       InvariantId.RETRY_BOUND}
-    assert set(InvariantId) == whole | partly, "every invariant is judged, partly judged or said"
+    # one-writer reads only what the harness recorded around a second process: judged whole.
+    assert set(InvariantId) == whole | partly | {InvariantId.ONE_WRITER}, \
+        "every invariant is judged, partly judged or said"
     assert all("no 'store' capability" in n.reason for n in judgement.not_applicable)
     # With a store, nothing is left unjudged.
     assert judge(changelog_baseline(), changelog_scenario()).not_applicable == []

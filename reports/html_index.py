@@ -1,0 +1,75 @@
+"""The top of the report: the per-scenario index, and recovery-branch coverage (its summary and table)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.run_record import LineCoverageRecord
+from crashmatrix.reports.coverage import BranchStatus, branch_coverage
+from crashmatrix.reports.groups import FailureGroup
+from crashmatrix.reports.html_base import e
+from crashmatrix.reports.html_grid import scenario_anchor
+from crashmatrix.reports.html_groups import scenarios_of
+
+
+def index(results: Sequence[CaseResult], found: Sequence[FailureGroup]) -> list[str]:
+    """A row per scenario: cases, held, violated, other verdicts, distinct failures; the name links
+    to the scenario's grid."""
+    names = sorted({r.scenario for r in results})
+    out = ['<table id="index"><thead><tr><th>scenario</th><th>cases</th><th>held</th><th>violated</th>'
+           "<th>other (?, !, S)</th><th>distinct failures</th></tr></thead><tbody>"]
+    for name in names:
+        mine = [r for r in results if r.scenario == name]
+        held = sum(1 for r in mine if r.ok)
+        violated = sum(1 for r in mine if r.verdict is Verdict.FAIL)
+        other = len(mine) - held - violated
+        distinct = sum(1 for g in found if name in scenarios_of(g))
+        cls = "v-pass" if held == len(mine) else "v-fail" if violated else "v-nondeterministic"
+        out.append(f'<tr class="{cls}" data-scenario="{e(name)}" data-cases="{len(mine)}" '
+                   f'data-held="{held}" data-violated="{violated}" data-other="{other}" '
+                   f'data-distinct="{distinct}"><td><a href="#{scenario_anchor(name)}"><code>{e(name)}'
+                   f'</code></a></td><td class="n">{len(mine)}</td><td class="n">{held}</td>'
+                   f'<td class="n">{violated}</td><td class="n">{other}</td>'
+                   f'<td class="n">{distinct}</td></tr>')
+    out.append("</tbody></table>")
+    return out
+
+
+def coverage_summary(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
+    """One line near the top: how many declared branches were reached, which never were."""
+    rows = branch_coverage(results, declared)
+    listed = [c for c in rows if c.declared]
+    reached = sum(1 for c in listed if c.status is BranchStatus.REACHED)
+    never = [c.branch for c in listed if c.status is BranchStatus.UNREACHED]
+    undeclared = [c.branch for c in rows if c.status is BranchStatus.UNDECLARED]
+    text = f"Recovery branches: {reached} of {len(listed)} declared reached"
+    if never:
+        text += "; <b>never reached</b>: " + ", ".join(f"<code>{e(b)}</code>" for b in never)
+    if undeclared:
+        text += "; reached but not declared: " + ", ".join(f"<code>{e(b)}</code>" for b in undeclared)
+    cls = "s-unreached" if never or undeclared else "s-reached"
+    return [f'<p id="coverage-summary" class="{cls}">{text}. <a href="#coverage">The full table</a>.</p>']
+
+
+def coverage_table(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
+    out = ['<table id="coverage"><thead><tr><th>recovery branch</th><th>status</th><th>cases</th>'
+           "<th>example case</th></tr></thead><tbody>"]
+    for c in branch_coverage(results, declared):
+        out.append(f'<tr class="s-{c.status.value}"><td><code>{e(c.branch)}</code></td>'
+                   f'<td>{c.status.value}</td><td class="n">{c.cases}</td>'
+                   f"<td><code>{e(c.example_case or '—')}</code></td></tr>")
+    out.append("</tbody></table>")
+    return out
+
+
+def line_coverage(record: LineCoverageRecord | None) -> list[str]:
+    """run.json's `line_coverage` (what `run --line-coverage` measured): its total, and a link to
+    coverage.py's pages beside the report. Nothing when the run did not measure it."""
+    if record is None:
+        return []
+    text = f"Line and branch coverage of the agent in recovery incarnations: {record.percent:.1f}%"
+    # Only a relative path beside the report is linked: the page must name nothing outside it.
+    if record.html and ":" not in record.html and not record.html.startswith("/"):
+        text += f' (<a href="{e(record.html)}">{e(record.html)}</a>)'
+    return [f'<p id="line-coverage">{text}, from {record.recoveries} recoveries.</p>']

@@ -1,0 +1,59 @@
+"""Paths in printed repro commands: relative to the repository root, else to the current directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crashmatrix.harness.cli.portable import portable_path, repository_root
+
+
+def _repo(root: Path, marker_is_file: bool = False) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    if marker_is_file:  # a worktree's or submodule's `.git` is a file naming the real one
+        (root / ".git").write_text("gitdir: /elsewhere\n")
+    else:
+        (root / ".git").mkdir()
+    return root
+
+
+def test_a_directory_inside_a_repository_is_named_from_its_root(tmp_path: Path) -> None:
+    root = _repo(tmp_path / "repo")
+    (root / "sub" / "deeper").mkdir(parents=True)
+    assert portable_path("scen", root / "sub") == "sub/scen"
+    assert portable_path("../scen", root / "sub" / "deeper") == "sub/scen"
+    assert portable_path(str(root / "a" / "b")) == "a/b"  # absolute in, relative out
+    assert portable_path(".", root) == "."
+
+
+def test_a_worktree_marker_file_counts_as_a_root(tmp_path: Path) -> None:
+    root = _repo(tmp_path / "wt", marker_is_file=True)
+    assert repository_root(root / "x" / "y") == root
+    assert portable_path(str(root / "x")) == "x"
+
+
+def test_outside_any_repository_the_current_directory_is_the_root(tmp_path: Path) -> None:
+    here = tmp_path / "plain"
+    (here / "s").mkdir(parents=True)
+    if repository_root(tmp_path) is not None:
+        pytest.skip(f"{tmp_path} is inside a repository: no directory outside one to test with")
+    assert portable_path(str(here / "s"), here) == "s"
+    assert portable_path("s", here) == "s"
+
+
+def test_a_path_outside_both_is_kept_as_given(tmp_path: Path) -> None:
+    here = tmp_path / "a"
+    here.mkdir()
+    if repository_root(tmp_path) is not None:
+        pytest.skip(f"{tmp_path} is inside a repository: no directory outside one to test with")
+    elsewhere = str(tmp_path / "b" / "scen")
+    assert portable_path(elsewhere, here) == elsewhere
+
+
+def test_the_nearest_repository_wins(tmp_path: Path) -> None:
+    outer = _repo(tmp_path / "outer")
+    inner = _repo(outer / "vendor" / "inner")
+    assert portable_path(str(inner / "s")) == "s"
+    assert portable_path(str(outer / "s")) == "s"
+    assert portable_path(str(outer / "vendor" / "t")) == "vendor/t"

@@ -1,0 +1,148 @@
+"""What the terminal summary says was proved: failure groups, run facts, the facts block."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from crashmatrix.harness.records.case import Case, CrashStep
+from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.run_record import LineCoverageRecord
+from crashmatrix.harness.verify import CHECKS
+from crashmatrix.reports import terminal
+from crashmatrix.reports.facts import run_facts
+from crashmatrix.reports.groups import NO_CRASH, GroupKey, distinct_failures, group_key
+from tests.unit.test_reports_data import DECLARED, RECOVER, make, step
+
+REGISTRY = [str(i) for i in CHECKS]
+TWICE = [{"invariant": "at-most-once", "message": "append_note ran twice"}]
+# A case of an agent whose adapter reads no store: one invariant not judged, one judged in part.
+UNJUDGED = [{"invariant": "durable-commits", "reason": "it reads the commits the store holds"},
+            {"invariant": "pairing", "reason": "stored calls and results", "partly": True}]
+OUT = Path("/tmp/out")
+FILES = [OUT / "results.jsonl", OUT / "run.json", OUT / "summary.md", OUT / "coverage" / "index.html"]
+
+
+def failing(case: Case, violations: list[dict[str, object]] | None = None,
+            verdict: Verdict = Verdict.FAIL) -> CaseResult:
+    return make(case, verdict, violations=TWICE if violations is None else violations)
+
+
+# --- groups -----------------------------------------------------------------------------------
+
+def test_a_group_key_is_invariants_boundary_kind_and_fault() -> None:
+    # step(13) is effect.after:append_note; step(3) is commit.written, where torn applies.
+    assert group_key(failing(Case("changelog", (step(13),)))) == GroupKey(
+        ("at-most-once",), "fail", "effect.after", "kill")
+    torn = Case("changelog", (CrashStep(3, "commit.written", "x", "torn"),))
+    assert group_key(failing(torn)).fault == "torn"
+    deeper = Case("changelog", (step(13), step(2, RECOVER)))
+    assert group_key(failing(deeper)).boundary == "effect.after+commit.before"
+    assert group_key(failing(Case("changelog"))).boundary == NO_CRASH
+    broken = make(Case("changelog", (step(13),)), Verdict.FAIL, violations=TWICE)
+    broken.case = "not a case id"
+    assert group_key(broken).boundary == "?"
+
+
+def test_distinct_failures_group_one_cause_and_split_another() -> None:
+    same = [failing(Case("changelog", (step(13),))), failing(Case("other", (step(13),)))]
+    other_invariant = failing(Case("changelog", (step(12),)),
+                              [{"invariant": "pairing", "message": "unpaired"}])
+    nondet = make(Case("changelog", (step(5),)), Verdict.NONDETERMINISTIC)
+    held = make(Case("changelog", (step(4),)))
+    groups = distinct_failures([held, nondet, other_invariant, *same])
+    assert [len(g.cases) for g in groups] == [2, 1, 1], "largest first; the held case in none"
+    assert groups[0].key.label == "at-most-once at effect.after (kill)"
+    assert {g.key.verdict for g in groups} == {"fail", "nondeterministic"}
+    assert distinct_failures(list(reversed([held, nondet, other_invariant, *same]))) == groups
+
+
+# --- facts ------------------------------------------------------------------------------------
+
+def test_an_invariant_not_judged_is_not_counted_as_checked() -> None:
+    results = [make(Case("changelog", (step(13),)), not_applicable=UNJUDGED), make(Case("changelog"))]
+    facts = run_facts(results, REGISTRY, DECLARED, 1, FILES)
+    assert "durable-commits" not in facts.invariants
+    assert list(facts.invariants) == [i for i in REGISTRY if i != "durable-commits"], "registry order"
+    assert facts.partly == ("pairing",)
+    assert facts.unjudged == ("durable-commits",)
+    text = terminal.proved(facts)
+    checked = text.split("faults")[0]
+    assert "durable-commits" not in checked.split("(")[0]
+    assert "pairing (in part)" in checked
+    assert "1 not judged, listed above with why" in checked
+    whole = terminal.render(results, facts=facts)
+    assert "durable-commits: it reads the commits the store holds" in whole, "listed with its reason"
+
+
+def test_with_every_invariant_judged_the_block_names_the_whole_registry() -> None:
+    facts = run_facts([make(Case("changelog", (step(13),)))], REGISTRY, DECLARED, 2, FILES, 112.4)
+    assert facts.invariants == tuple(REGISTRY)
+    text = terminal.proved(facts)
+    assert all(i in text for i in REGISTRY)
+    assert "kill · depth 2 · 1 case · 0 distinct failures · 1 min 52 s" in text
+    assert max(len(line) for line in text.splitlines()) <= terminal.WIDTH
+
+
+def test_no_results_prove_nothing() -> None:
+    facts = run_facts([], REGISTRY, DECLARED, 1, FILES[:2])
+    assert facts.invariants == ()
+    assert facts.cases == 0
+    assert terminal.proved(facts).startswith("checked    0 invariants: none")
+
+
+def test_faults_depth_failures_and_coverage_come_from_the_results() -> None:
+    torn = Case("changelog", (CrashStep(3, "commit.written", "x", "torn"),))
+    results = [failing(Case("changelog", (step(13),))), failing(torn), make(Case("changelog")),
+               make(Case("changelog", (step(2),)), branches=["nothing.no_open_run", "brand.new"])]
+    facts = run_facts(results, REGISTRY, DECLARED, None, FILES)
+    assert facts.faults == ("kill", "torn")
+    assert facts.depth == 1, "the deepest case, when the caller does not say"
+    assert facts.distinct_failures == 2
+    c = facts.coverage
+    assert (c.reached, c.declared) == (3, 4)
+    assert c.unreached == ("close.budget_exhausted",)
+    assert c.undeclared == ("brand.new",)
+    line = " ".join(terminal.proved(facts).split("coverage")[1].split())  # as if unwrapped
+    assert "recovery branches 3/4 reached; never reached: close.budget_exhausted" in line
+    assert "reached but not declared: brand.new" in line
+
+
+def test_the_json_keys_hold_the_same_facts() -> None:
+    facts = run_facts([failing(Case("changelog", (step(13),)))], REGISTRY, DECLARED, 1, FILES, 3.21)
+    data = facts.to_json()
+    assert set(data) == {"invariants", "faults", "depth", "distinct_failures", "duration_s", "coverage",
+                         "files", "line_coverage"}
+    assert data["line_coverage"] is None  # not measured
+    assert data["invariants"] == REGISTRY
+    assert data["duration_s"] == 3.2
+    assert data["files"] == [str(p) for p in FILES]
+    assert data["coverage"]["unreached"] == ["close.budget_exhausted"]
+    assert run_facts([], REGISTRY, DECLARED, 1, []).to_json()["duration_s"] is None
+
+
+def test_the_line_coverage_total_is_said_with_where_to_read_it() -> None:
+    lines = LineCoverageRecord(61.5, "coverage/index.html", 12)
+    facts = run_facts([failing(Case("changelog", (step(13),)))], REGISTRY, DECLARED, 1, FILES, lines=lines)
+    line = " ".join(terminal.proved(facts).split("coverage", 1)[1].split("wrote")[0].split())
+    assert "lines+branches of the agent run by recovery 61.5% (12 recoveries, coverage/index.html)" in line
+    assert facts.to_json()["line_coverage"] == lines.to_json()
+    unmeasured = run_facts([failing(Case("changelog", (step(13),)))], REGISTRY, DECLARED, 1, FILES)
+    assert "lines+branches" not in terminal.proved(unmeasured)
+
+
+def test_files_are_named_by_the_first_path_then_relative_to_its_folder() -> None:
+    assert terminal.written(FILES) == ("/tmp/out/results.jsonl, run.json, summary.md, "
+                                       "coverage/index.html")
+    assert terminal.written([Path("out/results.jsonl"), Path("elsewhere/report.html")]) == (
+        "out/results.jsonl, elsewhere/report.html"), "a file outside the folder keeps its path"
+
+
+def test_durations_read_as_the_readme_writes_them() -> None:
+    assert [terminal.duration(s) for s in (9.34, 112.4, 551, 3720)] == [
+        "9.3 s", "1 min 52 s", "9 min 11 s", "1 h 2 min"]
+
+
+def test_without_facts_the_summary_still_names_the_results_file() -> None:
+    text = terminal.render([make(Case("changelog"))], "out/results.jsonl")
+    assert "results: out/results.jsonl" in text
+    assert "checked" not in text
