@@ -178,6 +178,21 @@ class SessionLog:
         return seq
 
 
+def make_dir(path: Path, *, fsync: bool) -> None:
+    """Create `path` and its missing parents; with fsync, sync the folder each was made in: a new
+    session folder's name is not durable until its parent is synced, and a power loss would take
+    it away with every commit synced into it."""
+    missing = []
+    level = path
+    while not level.exists():
+        missing.append(level)
+        level = level.parent
+    path.mkdir(parents=True, exist_ok=True)
+    if fsync:
+        for made in reversed(missing):
+            _fsync_dir(made.parent)
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:

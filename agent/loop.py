@@ -12,7 +12,7 @@ from typing import Any
 from crashmatrix.agent import inbox
 from crashmatrix.agent import records as R
 from crashmatrix.agent.lock import SessionLock
-from crashmatrix.agent.log import SessionLog
+from crashmatrix.agent.log import SessionLog, make_dir
 from crashmatrix.agent.probe import ProbeKind, probe
 from crashmatrix.agent.provider import ProviderClient, ProviderError
 from crashmatrix.agent.records import Entry, Outcome, Recovered, Replay, Role
@@ -63,7 +63,7 @@ class Agent:
 
     # -- session ---------------------------------------------------------------------------
     def __enter__(self) -> Agent:
-        self.config.session_dir.mkdir(parents=True, exist_ok=True)
+        make_dir(self.config.session_dir, fsync=self.config.fsync)
         self.lock.acquire()
         try:
             self.log.open()
@@ -167,9 +167,13 @@ class Agent:
         msg_id = started["result_id"] if started else f"m{self.log.next_seq}.c-{call.call_id}"
         tool = self.registry.get(call.tool)
         if repair.rerun and tool is not None:
-            probe(ProbeKind.EFFECT_BEFORE, call.tool, call_id=call.call_id, recovery=True)
+            # The result id the call reserved: unique in the session, where a call id is only
+            # unique in its response, so a report can tell this rerun from another call's effect.
+            probe(ProbeKind.EFFECT_BEFORE, call.tool, call_id=call.call_id, result_id=msg_id,
+                  recovery=True)
             result = invoke(tool, self.config.workspace, repair.args)
-            probe(ProbeKind.EFFECT_AFTER, call.tool, call_id=call.call_id, recovery=True)
+            probe(ProbeKind.EFFECT_AFTER, call.tool, call_id=call.call_id, result_id=msg_id,
+                  recovery=True)
             return R.message(msg_id, run_id, Role.TOOL, result.content, tool_call_id=call.call_id,
                              tool_name=call.tool, is_error=result.is_error,
                              recovered=Recovered.RERUN, terminate=result.terminate)
@@ -245,9 +249,9 @@ class Agent:
             else:
                 self.commit([R.tool_started(run_id, assistant_id, call_id, name, args,
                                             result_id, tool.replay)])
-                probe(ProbeKind.EFFECT_BEFORE, name, call_id=call_id)
+                probe(ProbeKind.EFFECT_BEFORE, name, call_id=call_id, result_id=result_id)
                 result = invoke(tool, self.config.workspace, args)
-                probe(ProbeKind.EFFECT_AFTER, name, call_id=call_id)
+                probe(ProbeKind.EFFECT_AFTER, name, call_id=call_id, result_id=result_id)
             self.commit([R.message(result_id, run_id, Role.TOOL, result.content,
                                    tool_call_id=call_id, tool_name=name,
                                    is_error=result.is_error, terminate=result.terminate)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 
-from crashmatrix.harness.records.evidence import evidence
+from crashmatrix.harness.records.evidence import evidence, scrubbed
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.results import (
     DEFAULT_AGENT,
@@ -25,7 +25,7 @@ from crashmatrix.scenarios.model import Scenario
 
 def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_AGENT,
                   max_events: int | None = None, *, fsync: bool = False,
-                  timeout_s: float | None = None) -> str:
+                  timeout_s: float | None = None, fsync_default: bool = False) -> str:
     """The one-line command that re-runs a case, naming every option that changes its verdict
     and is not the default: the agent, fsync, and the bounds a case hit (`max_events`: the step
     bound it was killed at; `timeout_s`: the deadline it ran out). `scenario_dirs` as the command
@@ -37,8 +37,8 @@ def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_A
         extra += f" --agent {shlex.quote(agent)}"
     if max_events is not None and max_events != DEFAULT_MAX_EVENTS:
         extra += f" --max-events {max_events}"
-    if fsync:
-        extra += " --fsync on"
+    if fsync != fsync_default:  # on by default for a case with a power loss (`observed`)
+        extra += f" --fsync {'on' if fsync else 'off'}"
     if timeout_s is not None and timeout_s != DEFAULT_TIMEOUT_S:
         extra += f" --timeout {timeout_s:g}"
     return f"crashmatrix repro {shlex.quote(case_id)}{extra}"
@@ -67,7 +67,15 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
             note = tripwire(obs, scenario.provider.unknown_marker)
     else:
         verdict = Verdict.PASS
-    violations = [v.to_json() for v in found]
+    observed = any(i.observed for i in obs.incarnations)
+    if verdict is Verdict.FAIL and observed and not fsync:
+        # The likeliest cause, said first: the agent was told not to sync.
+        note = ("the agent ran with --fsync off, so a power loss kept none of what it wrote since its "
+                "last sync: acknowledged commits included; visibly unsafe (run with --fsync on)"
+                + (f"; {note}" if note else ""))
+    # Scrubbed like the evidence: a message may quote a scratch path (the case tree's, which
+    # differs from run to run) or a duration from a tool's output; a case's record must not.
+    violations = scrubbed([v.to_json() for v in found])
     branches: list[str] = []
     for inc in obs.incarnations:
         for e in inc.events:
@@ -92,11 +100,13 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         repro=repro_command(obs.case.case_id, scenario_dirs, agent, next(
             (inc.runaway - 1 for inc in obs.incarnations if inc.runaway is not None), None),
             # The deadline only where it decided something: a case that ran out of it.
-            fsync=fsync, timeout_s=timeout_s if any(i.timed_out for i in obs.incarnations) else None),
-        note=note,
+            fsync=fsync, timeout_s=timeout_s if any(i.timed_out for i in obs.incarnations) else None,
+            fsync_default=observed),
+        note=None if note is None else scrubbed(note),
         not_applicable=[n.to_json() for n in judgement.not_applicable] if judgement else [],
+        exercised=[str(i) for i in judgement.exercised] if judgement else None,
         # Beside a pass (a loop the scenario accepts) a mistake is no finding: left out.
-        scenario_error=(mistake.to_json() if mistake is not None and verdict in
+        scenario_error=(scrubbed(mistake.to_json()) if mistake is not None and verdict in
                         (Verdict.SCENARIO_ERROR, Verdict.FAIL) else None),
         evidence=None if verdict is Verdict.PASS else evidence(obs),
     )

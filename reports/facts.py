@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.results import CaseResult, not_applicable
 from crashmatrix.harness.records.run_record import LineCoverageRecord
+from crashmatrix.reports import groups
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 from crashmatrix.reports.groups import distinct_failures
 
@@ -30,7 +30,9 @@ class BranchFacts:
 
 @dataclass(frozen=True)
 class RunFacts:
-    invariants: tuple[str, ...]  # judged (at least in part) on every case, in registry order
+    # Judged (at least in part) and exercised by some case, in registry order; when no record
+    # says what it exercised (older results), every judged one, and `exercise_known` is False.
+    invariants: tuple[str, ...]
     partly: tuple[str, ...]  # of those, the ones judged only in part (the reason is in not_applicable)
     not_applicable: dict[str, str]  # invariant -> why it was not (fully) judged
     faults: tuple[str, ...]
@@ -41,6 +43,9 @@ class RunFacts:
     files: tuple[Path, ...]
     duration_s: float | None = None  # known only to the process that ran the cases
     lines: LineCoverageRecord | None = None  # run.json's line_coverage, when it was measured
+    # Judged on every case, but no case's situation called for them: they held vacuously.
+    never_exercised: tuple[str, ...] = ()
+    exercise_known: bool = True
 
     @property
     def unjudged(self) -> tuple[str, ...]:
@@ -49,7 +54,8 @@ class RunFacts:
 
     def to_json(self) -> dict[str, Any]:
         """The keys `run --json` adds to the summary object (README documents them)."""
-        return {"invariants": list(self.invariants), "faults": list(self.faults), "depth": self.depth,
+        return {"invariants": list(self.invariants), "never_exercised": list(self.never_exercised),
+                "faults": list(self.faults), "depth": self.depth,
                 "distinct_failures": self.distinct_failures,
                 "duration_s": None if self.duration_s is None else round(self.duration_s, 1),
                 "coverage": self.coverage.to_json(), "files": [str(p) for p in self.files],
@@ -68,13 +74,7 @@ def _unjudged(results: Sequence[CaseResult]) -> tuple[set[str], set[str]]:
 
 def faults_of(results: Iterable[CaseResult]) -> tuple[str, ...]:
     """The fault kinds the case ids schedule, sorted (a crash-free or unreadable id has none)."""
-    found: set[str] = set()
-    for r in results:
-        try:
-            found.update(s.fault for s in Case.parse(r.case).schedule)
-        except CaseIdError:
-            continue
-    return tuple(sorted(found))
+    return tuple(sorted({f for r in results for f in groups.faults_of(r.case)}))
 
 
 def branch_facts(results: Sequence[CaseResult], declared: Sequence[str]) -> BranchFacts:
@@ -91,12 +91,18 @@ def run_facts(results: Sequence[CaseResult], registry: Sequence[str], declared: 
               lines: LineCoverageRecord | None = None) -> RunFacts:
     """`registry`: every invariant the verifier runs, in its order (the CLI passes it in: renderers
     import no verifier). An invariant some case reports not applicable is not counted as checked:
-    it was never held there. With no results nothing was checked. `depth`: the run's --depth, or
-    None to take the deepest case's."""
+    it was never held there; nor is one no case exercised (it held vacuously: the situation it
+    judges never arose), which is listed apart. With no results nothing was checked. `depth`:
+    the run's --depth, or None to take the deepest case's."""
     whole, part = _unjudged(results)
-    checked = tuple(i for i in registry if i not in whole) if results else ()
+    judged = tuple(i for i in registry if i not in whole) if results else ()
+    known = [r.exercised for r in results if r.exercised is not None]
+    arose = {i for names in known for i in names}
+    checked = tuple(i for i in judged if i in arose) if known else judged
     return RunFacts(
         invariants=checked, partly=tuple(i for i in checked if i in part),
+        never_exercised=tuple(i for i in judged if i not in checked),
+        exercise_known=bool(known) or not results,
         not_applicable=not_applicable(results), faults=faults_of(results),
         depth=depth if depth is not None else max((r.depth for r in results), default=0),
         cases=len(results), distinct_failures=len(distinct_failures(results)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from crashmatrix.harness.records.case import Case, CaseIdError
+from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
 from crashmatrix.harness.records.results import CaseResult
 
 # The boundary and fault of a case that crashes nowhere (`changelog/none`), or whose id does not
@@ -27,9 +27,14 @@ class GroupKey:
     fault: str  # kill, torn, ...
 
     @property
+    def cause(self) -> str:
+        """The invariants violated, or for a verdict that violates none, that verdict."""
+        return ", ".join(self.invariants) or self.verdict
+
+    @property
     def label(self) -> str:
         """One line for a reader: `at-most-once at effect.after (kill)`."""
-        what = ", ".join(self.invariants) or self.verdict
+        what = self.cause
         where = "with no crash" if self.boundary == NO_CRASH else f"at {self.boundary} ({self.fault})"
         return f"{what} {where}"
 
@@ -40,11 +45,24 @@ class FailureGroup:
     cases: tuple[CaseResult, ...]  # in case id order
 
 
+def steps_of(case_id: str) -> tuple[CrashStep, ...] | None:
+    """A case id's crash steps (`Case.parse`, the one parser), or None for an id that does not
+    parse (a hand-edited results file): every report reads case ids through this."""
+    try:
+        return Case.parse(case_id).schedule
+    except CaseIdError:
+        return None
+
+
+def faults_of(case_id: str) -> tuple[str, ...]:
+    """The fault kinds a case's crash steps use, each once, sorted (none for an unreadable id)."""
+    return tuple(sorted({s.fault for s in steps_of(case_id) or ()}))
+
+
 def group_key(result: CaseResult) -> GroupKey:
     """The cause of `result` (for any verdict; a passing case has `verdict` pass)."""
-    try:
-        schedule = Case.parse(result.case).schedule
-    except CaseIdError:
+    schedule = steps_of(result.case)
+    if schedule is None:
         boundary = fault = UNKNOWN
     else:
         boundary = "+".join(s.kind for s in schedule) or NO_CRASH

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord
 from crashmatrix.reports import html_case
-from crashmatrix.reports.groups import FailureGroup, distinct_failures
+from crashmatrix.reports.groups import FailureGroup, distinct_failures, faults_of
 from crashmatrix.reports.html_base import MARK, SEVERITY, WORD, badge, e
 from crashmatrix.reports.html_grid import grid_section, grids
-from crashmatrix.reports.html_groups import cause_of, drawn_in_full, faults_of, scenarios_of, verdict_of
+from crashmatrix.reports.html_groups import drawn_in_full, scenarios_of, verdict_of
 from crashmatrix.reports.html_index import coverage_summary, coverage_table, index, line_coverage
 from crashmatrix.reports.html_style import CSP, CSS, SCRIPT
 
@@ -18,6 +18,10 @@ MAX_TIMELINES = 100  # failing cases drawn in full (every distinct failure's fir
 # Failing cases a group lists by id (with a link when drawn in full) beyond those drawn: a run with
 # 10,000 failures of one cause stays a page, not a phone book; the grid still shows every case.
 MAX_LISTED = 200
+# Bytes of the drawn timelines together: a case's requests, store and diffs can be long, and a
+# page of 100 of them must still open in a browser. Past it, the remaining failing cases are
+# listed by id with their repro line instead of drawn (like summary.md's MAX_BYTES).
+MAX_TIMELINE_BYTES = 8 * 1024 * 1024
 
 
 def _completeness(c: Completeness | None) -> list[str]:
@@ -49,9 +53,30 @@ def _case_attrs(r: CaseResult) -> str:
             f'data-scenario="{e(r.scenario)}"')
 
 
-def _group(g: FailureGroup, number: int, full: set[str], anchors: dict[str, str]) -> list[str]:
+class Budget:
+    """What is left of MAX_TIMELINE_BYTES, and how many drawn cases it turned into listed ones."""
+
+    def __init__(self, limit: int) -> None:
+        self.left, self.over = limit, 0
+
+    def take(self, lines: list[str]) -> bool:
+        size = sum(len(line.encode("utf-8")) + 1 for line in lines)
+        if size > self.left:
+            self.over += 1
+            return False
+        self.left -= size
+        return True
+
+
+def _listed(r: CaseResult, anchor: str) -> str:
+    return (f'<li class="case" id="{anchor}" {_case_attrs(r)}><code>{e(r.case)}</code> '
+            f'{badge(r.verdict)} — reproduce: <code class="repro">{e(r.repro)}</code></li>')
+
+
+def _group(g: FailureGroup, number: int, full: set[str], anchors: dict[str, str],
+           budget: Budget) -> list[str]:
     scenarios = ", ".join(scenarios_of(g))
-    cause = cause_of(g.key)
+    cause = g.key.cause
     out = [f'<details class="group" id="g{number}" data-cases="{len(g.cases)}" '
            f'data-invariant="{e(cause)}" data-boundary="{e(g.key.boundary)}" '
            f'data-fault="{e(g.key.fault)}"{" open" if number == 1 else ""}>'
@@ -62,15 +87,18 @@ def _group(g: FailureGroup, number: int, full: set[str], anchors: dict[str, str]
     first = True
     for r in g.cases:
         anchor = anchors.get(r.case)
-        if r.case in full and anchor is not None:
-            out.append(f'<details class="case" id="{anchor}" {_case_attrs(r)}{" open" if first else ""}>'
-                       f"<summary><code>{e(r.case)}</code> {badge(r.verdict)}</summary>")
-            out += html_case.body(r, anchor)
-            out.append("</details>")
+        if anchor is None:
+            continue
+        drawn: list[str] = []
+        if r.case in full:
+            drawn = [f'<details class="case" id="{anchor}" {_case_attrs(r)}{" open" if first else ""}>'
+                     f"<summary><code>{e(r.case)}</code> {badge(r.verdict)}</summary>",
+                     *html_case.body(r, anchor), "</details>"]
+        if drawn and budget.take(drawn):
+            out += drawn
             first = False
-        elif anchor is not None:
-            listed.append(f'<li class="case" id="{anchor}" {_case_attrs(r)}><code>{e(r.case)}</code> '
-                          f'{badge(r.verdict)} — reproduce: <code class="repro">{e(r.repro)}</code></li>')
+        else:
+            listed.append(_listed(r, anchor))
     if listed:
         out.append("<p>Also in this group (not drawn in full, to keep the page small):</p>")
         out += ['<ul class="listed">', *listed, "</ul>"]
@@ -122,10 +150,18 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
                    "(a line an effect doubled is marked ⚠), the requests the model got and the "
                    "store each incarnation left.</p>")
         out += _filters(bad)
-        for number, g in enumerate(found, 1):
-            out += _group(g, number, full, anchors)
-        if len(bad) > len(full):
-            out.append(f"<p>{len(bad) - len(full)} more failing case(s) not drawn in full here; "
+        budget = Budget(MAX_TIMELINE_BYTES)
+        groups = [line for number, g in enumerate(found, 1)
+                  for line in _group(g, number, full, anchors, budget)]
+        if budget.over:
+            out.append(f'<p id="over-budget">{budget.over} failing case(s) not drawn: the timelines '
+                       f"drawn reached this page's budget ({MAX_TIMELINE_BYTES // (1024 * 1024)} MiB); "
+                       "they are listed by id in their group, with the command that reproduces "
+                       "each.</p>")
+        out += groups
+        undrawn = len(bad) - len(full)
+        if undrawn:
+            out.append(f"<p>{undrawn} more failing case(s) not drawn in full here; "
                        "each is in the grid below, in junit.xml and in results.jsonl.</p>")
     out += ["<h2>Crash-point grids</h2>",
             "<p>Each row is a boundary: the first incarnation is killed at that probe event. "

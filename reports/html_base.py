@@ -7,7 +7,7 @@ from html import escape
 
 from crashmatrix.harness.records.results import Verdict
 
-MAX_TEXT = 2000  # characters of one violation message or evidence dump
+MAX_TEXT = 2000  # characters of one violation message or evidence dump (clipped by records.clip)
 
 # Worst first: a cell or group takes the colour of its worst case.
 SEVERITY = (Verdict.FAIL, Verdict.ERROR, Verdict.SCENARIO_ERROR, Verdict.NONDETERMINISTIC, Verdict.PASS)
@@ -21,9 +21,17 @@ def e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
-def clip(text: object, limit: int = MAX_TEXT) -> str:
-    s = str(text)
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+def number(value: object) -> int | None:
+    """A whole number from the results file, or None when it holds none: the file may come from
+    anywhere (a downloaded CI artefact), and a string there must neither reach the page unescaped
+    nor stop the report."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
 
 
 def worst(verdicts: Sequence[Verdict]) -> Verdict:

@@ -1,31 +1,35 @@
-"""One failing case drawn in full: violations, its lanes per incarnation, requests, store and diffs."""
+"""One failing case drawn in full: violations, its lanes, requests, store and diffs."""
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from typing import Any
 
-from crashmatrix.harness.records.evidence import history
+from crashmatrix.harness.records.clip import clip, head_tail
+from crashmatrix.harness.records.evidence import MAX_TEXT as MAX_RECORDED
 from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.reports import cause
-from crashmatrix.reports.html_base import clip, e
+from crashmatrix.reports.html_base import MAX_TEXT, e, number
 from crashmatrix.reports.html_diff import render_file
+from crashmatrix.reports.html_lanes import fault_of, lanes
 
 # A lane lists at most this many events of one incarnation when the results carry only the trace
 # (older results; a runaway emits thousands): the first ones, the last ones and the crash point.
 MAX_EVENTS_HEAD, MAX_EVENTS_TAIL = 100, 50
-MAX_MESSAGE = 4000  # characters of one message as shown (the results hold at most about this)
+# Characters of one message as shown: what the results hold (evidence clips at MAX_RECORDED and
+# says so), with room for that note, so that a recorded message is never clipped twice.
+MAX_MESSAGE = MAX_RECORDED + 64
 
 
 def body(r: CaseResult, anchor: str) -> list[str]:
     """Everything about one case, below its summary line."""
     out = ['<ul class="violations">']
     for v in r.violations:
-        out.append(f"<li><code>{e(v.get('invariant', '?'))}</code>: {e(clip(v.get('message', '')))}")
+        out.append(f"<li><code>{e(v.get('invariant', '?'))}</code>: "
+                   f"{e(clip(v.get('message', ''), MAX_TEXT))}")
         if v.get("evidence"):
             text = json.dumps(v["evidence"], ensure_ascii=False, sort_keys=True, indent=1, default=str)
-            out.append(f"<details><summary>evidence</summary><pre>{e(clip(text))}</pre></details>")
+            out.append(f"<details><summary>evidence</summary><pre>{e(clip(text, MAX_TEXT))}</pre></details>")
         out.append("</li>")
     out.append("</ul>")
     note = cause.note_shown(r)
@@ -33,8 +37,8 @@ def body(r: CaseResult, anchor: str) -> list[str]:
         out.append(f"<p>note: {e(note)}</p>")
     out += _cause(r)
     out.append(f'<p>reproduce: <code class="repro">{e(r.repro)}</code></p>')
-    if r.evidence:
-        out += _lanes(r.evidence, anchor)
+    if isinstance(r.evidence, dict):
+        out += lanes(r.evidence, anchor, [v for v in r.violations if isinstance(v, dict)])
         out += _files(r.evidence)
         out += _requests(r.evidence, anchor)
         out += _store(r.evidence)
@@ -48,100 +52,12 @@ def _cause(r: CaseResult) -> list[str]:
     if not r.scenario_error:
         return []
     out = [f'<div class="cause"><p><b>{e(cause.title(r))}</b>: '
-           f"{e(clip(cause.headline(r.scenario_error)))}</p>"]
+           f"{e(clip(cause.headline(r.scenario_error), MAX_TEXT))}</p>"]
     found = cause.details(r.scenario_error)
     if found:
-        out.append("<pre>" + e(clip("\n".join(found))) + "</pre>")
+        out.append("<pre>" + e(clip("\n".join(found), MAX_TEXT)) + "</pre>")
     out.append("</div>")
     return out
-
-
-# -- lanes -----------------------------------------------------------------------------------
-
-def _family(point: str) -> str:
-    """The colour family of an event: commit, effect, provider, recovery, inbox or other."""
-    kind = point.split(":", 1)[0]
-    head = kind.split(".", 1)[0]
-    return head if head in ("commit", "effect", "provider", "recovery", "inbox") else "other"
-
-
-def _end(inc: dict[str, Any]) -> str:
-    if inc.get("nondeterministic"):
-        return f"nondeterministic: {e(inc['nondeterministic'])}"
-    if inc.get("runaway") is not None:
-        return f"killed at event {inc['runaway']}: over the step bound (a runaway)"
-    if inc.get("crashed_at") is not None:
-        return f'<span class="kill">killed (SIGKILL) at event {inc["crashed_at"]}</span>'
-    if inc.get("timed_out"):
-        return "timed out (killed)"
-    return f"exit code {inc.get('exit_code')}"
-
-
-def _lanes(ev: dict[str, Any], anchor: str) -> list[str]:
-    incarnations: list[dict[str, Any]] = ev.get("incarnations") or []
-    requests = {(q.get("incarnation"), q.get("event")): (i, q)
-                for i, q in enumerate(ev.get("requests") or [])}
-    deliveries = {(d.get("incarnation"), d.get("event")): d for d in ev.get("deliveries") or []}
-    # A call whose effect took place in more than one incarnation (or twice in one): the double
-    # effect the invariants are about, marked on every lane it shows on.
-    effects = Counter(x.get("call") for inc in incarnations for x in inc.get("events") or []
-                      if x.get("point", "").startswith("effect.after:") and x.get("call"))
-    out = ['<div class="lanes"><h4>Timeline, a lane per incarnation</h4>']
-    for inc in incarnations:
-        index = inc.get("index")
-        tag = "settle" if inc.get("settle") else inc.get("command", "?")
-        policies = ", ".join(f"{t}={p}" for t, p in sorted((inc.get("policies") or {}).items()))
-        out.append(f'<div class="lane" data-incarnation="{e(index)}"><p class="lane-head">'
-                   f"<b>incarnation {e(index)}</b> ({e(tag)}; {e(policies)}): {_end(inc)}</p>"
-                   '<ol class="events">')
-        last = 0
-        for x in inc.get("events") or []:
-            n = int(x.get("n", 0))
-            if n > last + 1:
-                out.append(f'<li class="gap">… {n - last - 1} more …</li>')
-            last = n
-            out.append(_event_chip(inc, x, effects))
-            found = requests.get((index, n))
-            if found is not None:
-                i, q = found
-                out.append(f'<li class="req{" bad" if q.get("status") != 200 else ""}">'
-                           f'<a href="#{anchor}-r{i}">request #{e(q.get("index"))}: HTTP '
-                           f"{e(q.get('status'))}{_fault(q)}</a></li>")
-            d = deliveries.get((index, n))
-            if d is not None:
-                out.append(f'<li class="dlv">delivered {e(d.get("kind"))} {e(d.get("item_id"))}: '
-                           f"{e(clip(d.get('text', ''), 80))}</li>")
-        total = int(inc.get("events_total", last))
-        if total > last:
-            out.append(f'<li class="gap">… {total - last} more …</li>')
-        out.append("</ol></div>")
-    out.append("</div>")
-    return out
-
-
-def _event_chip(inc: dict[str, Any], x: dict[str, Any], effects: Counter[Any]) -> str:
-    n, point = int(x.get("n", 0)), str(x.get("point", ""))
-    detail = ""
-    if x.get("seq") is not None:
-        detail = f" seq={x['seq']}"
-    if x.get("call"):
-        detail = f" {x['call']}" + (" RERUN" if x.get("rerun") else "")
-    cls = f"k-{_family(point)}"
-    extra = ""
-    if point.startswith("effect.after:") and effects.get(x.get("call"), 0) > 1:
-        cls += " dup"
-        extra = f' <span class="dup-mark">⚠ effect {effects[x.get("call")]}×</span>'
-    if inc.get("crashed_at") == n:
-        return (f'<li class="{cls} crash" title="SIGKILL here">{n:02d} {e(point)}{e(detail)} ✕ killed'
-                f"{extra}</li>")
-    return f'<li class="{cls}">{n:02d} {e(point)}{e(detail)}{extra}</li>'
-
-
-def _fault(q: dict[str, Any]) -> str:
-    parts = [f"fault {q['fault']}"] if q.get("fault") else []
-    if q.get("error_type"):
-        parts.append(str(q["error_type"]))
-    return e(" (" + ", ".join(parts) + ")") if parts else ""
 
 
 # -- requests --------------------------------------------------------------------------------
@@ -157,7 +73,8 @@ def _message(m: Any) -> str:
         shown = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, sort_keys=True)
         parts.append(f"<pre>{e(clip(shown, MAX_MESSAGE))}</pre>")
     for c in m.get("tool_calls") or []:
-        fn = c.get("function") or {} if isinstance(c, dict) else {}
+        fn = (c.get("function") or {}) if isinstance(c, dict) else {}
+        fn = fn if isinstance(fn, dict) else {}
         cid = c.get("id", "?") if isinstance(c, dict) else "?"
         parts.append(f'<pre class="call">{e(cid)}: {e(fn.get("name", "?"))}'
                      f"({e(clip(fn.get('arguments', ''), MAX_MESSAGE))})</pre>")
@@ -165,33 +82,60 @@ def _message(m: Any) -> str:
     return "".join(parts)
 
 
+def _origins(requests: list[dict[str, Any]]) -> list[list[int]]:
+    """For each request, for each message of the history it sent, the request (its position in
+    the list) that shows that message: a request shows only what it added, and points back to
+    where the rest is, so a page does not grow with the square of a history."""
+    out: list[list[int]] = []
+    for i, q in enumerate(requests):
+        shares = q.get("shares") if i else None
+        shared = number(shares.get("messages")) or 0 if isinstance(shares, dict) else 0
+        before = out[i - 1][:shared] if i else []
+        out.append(before + [i] * len(q.get("messages") or []))
+    return out
+
+
+def _shared(origin: list[int], own_from: int, requests: list[dict[str, Any]], anchor: str) -> str:
+    """Where the messages a request shares with earlier ones are shown: a link per run of them."""
+    parts: list[str] = []
+    start = 0
+    while start < own_from:
+        end = start
+        while end < own_from and origin[end] == origin[start]:
+            end += 1
+        k = origin[start]
+        parts.append(f'messages {start + 1}–{end}: as in <a href="#{anchor}-r{k}">request '
+                     f"#{e(requests[k].get('index'))}</a>")
+        start = end
+    return f'<p class="shared">{"; ".join(parts)}</p>'
+
+
 def _requests(ev: dict[str, Any], anchor: str) -> list[str]:
-    requests: list[dict[str, Any]] = ev.get("requests") or []
-    total = int(ev.get("requests_total", len(requests)))
+    requests: list[dict[str, Any]] = [q for q in ev.get("requests") or [] if isinstance(q, dict)]
+    total = number(ev.get("requests_total"))
+    total = len(requests) if total is None else total
     if not total:
         return ["<p>No provider requests.</p>"]
     left = f", {total - len(requests)} left out in the middle" if total > len(requests) else ""
     out = [f'<details class="requests"><summary>Provider requests: {total}{left} '
-           "(the history each sent, and the reply)</summary>"]
+           "(the messages each added to the history, and the reply)</summary>"]
+    origins = _origins(requests)
     for i, q in enumerate(requests):
-        where = f"incarnation {e(q.get('incarnation'))}" + (
-            f", event {e(q['event'])}" if q.get("event") is not None else "")
-        rule = f"; rule <code>{e(q['rule'])}</code>" if q.get("rule") else ""
-        sent = history(requests, i)
-        out.append(f'<div class="request" id="{anchor}-r{i}"><p class="req-head"><b>request '
-                   f"#{e(q.get('index'))}</b> ({where}): HTTP {e(q.get('status'))}{_fault(q)}{rule}; "
-                   f"{len(sent)} message(s) sent</p>")
-        shares = q.get("shares")
-        own: list[Any] = q.get("messages") or []
-        if shares:
-            n = int(shares.get("messages", 0))
-            # The part sent before is collapsed, not left out: the whole history is on the page.
-            out.append(f"<details><summary>messages 1–{n}: as in request #{e(shares.get('request'))}"
-                       f'</summary><ol class="history">{"".join(_message(m) for m in sent[:n])}'
-                       "</ol></details>")
-            out.append(f'<ol class="history" start="{n + 1}">{"".join(_message(m) for m in own)}</ol>')
+        if q.get("intruder") is not None:
+            where = f"second process {e(q['intruder'])}"
         else:
-            out.append(f'<ol class="history">{"".join(_message(m) for m in own)}</ol>')
+            where = f"incarnation {e(q.get('incarnation'))}"
+        if q.get("event") is not None:
+            where += f", event {e(q['event'])}"
+        rule = f"; rule <code>{e(q['rule'])}</code>" if q.get("rule") else ""
+        own: list[Any] = q.get("messages") or []
+        shared = len(origins[i]) - len(own)
+        out.append(f'<div class="request" id="{anchor}-r{i}"><p class="req-head"><b>request '
+                   f"#{e(q.get('index'))}</b> ({where}): HTTP {e(q.get('status'))}{fault_of(q)}{rule}; "
+                   f"{len(origins[i])} message(s) sent</p>")
+        if shared:
+            out.append(_shared(origins[i], shared, requests, anchor))
+        out.append(f'<ol class="history" start="{shared + 1}">{"".join(_message(m) for m in own)}</ol>')
         reply = q.get("reply")
         if reply is not None:
             out.append(f'<p>reply:</p><ul class="reply">{_message(reply)}</ul>')
@@ -202,33 +146,41 @@ def _requests(ev: dict[str, Any], anchor: str) -> list[str]:
 
 # -- store and files -------------------------------------------------------------------------
 
+def _commit_row(c: dict[str, Any], by: str) -> str:
+    entries = "<br>".join(e(clip(x, MAX_MESSAGE)) for x in c.get("entries") or [])
+    return (f'<tr><td class="n">{e(c.get("seq"))}</td><td>{by}</td>'
+            f"<td><code>{e(c.get('label') or '')}</code></td><td>{entries}</td></tr>")
+
+
 def _store(ev: dict[str, Any]) -> list[str]:
     store: dict[str, Any] = ev.get("store") or {}
     if not store.get("read", True):
         return ["<p>The store: not read (the agent's adapter reads none).</p>"]
     commits: list[dict[str, Any]] = store.get("commits") or []
     incarnations: list[dict[str, Any]] = ev.get("incarnations") or []
+    total = number(store.get("commits_total"))
+    total = len(commits) if total is None else total
     out = [f'<details class="store"><summary>The store as each incarnation left it: '
-           f"{int(store.get('commits_total', len(commits)))} commit(s)</summary>",
+           f"{total} commit(s)</summary>",
            '<table class="commits"><thead><tr><th>seq</th><th>by</th><th>label</th><th>entries</th>'
            "</tr></thead><tbody>"]
     rows = iter(commits)
     pending = next(rows, None)
     for k, inc in enumerate(incarnations):
         index = inc.get("index")
-        while pending is not None and pending.get("incarnation") == index:
-            entries = "<br>".join(e(clip(x, MAX_MESSAGE)) for x in pending.get("entries") or [])
-            out.append(f'<tr><td class="n">{e(pending.get("seq"))}</td><td>inc {e(index)}</td>'
-                       f"<td><code>{e(pending.get('label') or '')}</code></td><td>{entries}</td></tr>")
+        # An intruder's commits sit among its holder's, where the log has them.
+        while pending is not None and (pending.get("incarnation") == index or (
+                pending.get("incarnation") is None and pending.get("intruder") is not None)):
+            by = (f"inc {e(index)}" if pending.get("intruder") is None
+                  else f"second process {e(pending['intruder'])}")
+            out.append(_commit_row(pending, by))
             pending = next(rows, None)
         # Where the next incarnation started counting: the store this one left behind.
-        left = (incarnations[k + 1].get("commits_before") if k + 1 < len(incarnations)
-                else store.get("commits_total", len(commits)))
+        left = incarnations[k + 1].get("commits_before") if k + 1 < len(incarnations) else total
         out.append(f'<tr class="left"><td colspan="4">↑ as incarnation {e(index)} left it: '
                    f"{e(left)} commit(s)</td></tr>")
     while pending is not None:  # a commit no incarnation's span holds (should not happen)
-        out.append(f'<tr><td class="n">{e(pending.get("seq"))}</td><td>?</td><td></td>'
-                   f"<td>{'<br>'.join(e(x) for x in pending.get('entries') or [])}</td></tr>")
+        out.append(_commit_row(pending, "?"))
         pending = next(rows, None)
     out.append("</tbody></table>")
     runs = store.get("runs") or []
@@ -244,13 +196,15 @@ def _store(ev: dict[str, Any]) -> list[str]:
 
 
 def _files(ev: dict[str, Any]) -> list[str]:
-    files: list[dict[str, Any]] = ev.get("files") or []
+    files: list[dict[str, Any]] = [f for f in ev.get("files") or [] if isinstance(f, dict)]
     if not files:
         return ["<p>No workspace file changed.</p>"]
     out = ['<div class="files"><h4>Workspace files, before → after</h4>']
     for f in files:
-        out += render_file(str(f.get("path")), f.get("before"), f.get("after"))
-    total = int(ev.get("files_total", len(files)))
+        cut = f.get("truncated")
+        out += render_file(str(f.get("path")), f.get("before"), f.get("after"),
+                           cut if isinstance(cut, dict) else None)
+    total = number(ev.get("files_total")) or len(files)
     if total > len(files):
         out.append(f"<p>{total - len(files)} more changed file(s) left out.</p>")
     out.append("</div>")
@@ -270,12 +224,13 @@ def _incarnation_name(r: CaseResult, i: int) -> str:
 def _trace_lanes(r: CaseResult) -> list[str]:
     out = []
     for i, events in enumerate(r.trace):
-        crashed = r.crashed_at[i] if i < len(r.crashed_at) else None
+        crashed = number(r.crashed_at[i]) if i < len(r.crashed_at) else None
         code = r.exit_codes[i] if i < len(r.exit_codes) else None
-        end = f"killed at event {crashed}" if crashed is not None else f"exit code {code}"
+        end = f"killed at event {crashed}" if crashed is not None else f"exit code {e(code)}"
         out.append(f"<h4>incarnation {i + 1} ({_incarnation_name(r, i)}): {end}</h4>"
                    '<ol class="events">')
-        shown = _shown_events(len(events), crashed)
+        shown = {k + 1 for k in head_tail(len(events), MAX_EVENTS_HEAD, MAX_EVENTS_TAIL,
+                                           [None if crashed is None else crashed - 1])}
         for n, event in enumerate(events, 1):
             if n not in shown:
                 if n - 1 in shown:
@@ -287,17 +242,6 @@ def _trace_lanes(r: CaseResult) -> list[str]:
                 out.append(f"<li>{n:02d} {e(event)}</li>")
         out.append("</ol>")
     return out
-
-
-def _shown_events(count: int, crashed: int | None) -> set[int]:
-    """The event numbers a lane lists: all of a short incarnation; of a long one the first and
-    last ones and the crash point."""
-    if count <= MAX_EVENTS_HEAD + MAX_EVENTS_TAIL:
-        return set(range(1, count + 1))
-    shown = set(range(1, MAX_EVENTS_HEAD + 1)) | set(range(count - MAX_EVENTS_TAIL + 1, count + 1))
-    if crashed is not None:
-        shown.add(crashed)
-    return shown
 
 
 def _hidden_after(n: int, shown: set[int], count: int) -> int:

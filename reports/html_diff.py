@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from crashmatrix.reports.html_base import e
@@ -44,14 +45,20 @@ def diff_lines(before: str | None, after: str | None) -> list[DiffLine]:
 SIGN = {"eq": " ", "add": "+", "del": "-"}
 
 
-def render_file(path: str, before: str | None, after: str | None) -> list[str]:
-    """A file's diff as lines of a <pre>: each line a span whose class is its op (and `dup`)."""
+def render_file(path: str, before: object, after: object,
+                truncated: Mapping[str, object] | None = None) -> list[str]:
+    """A file's diff as lines of a <pre>: each line a span whose class is its op (and `dup`).
+    `truncated`: characters the record cut from the end of the text `before` or `after`, said
+    in a note above the diff (as a line it would read as one the file had)."""
     state = "created" if before is None else "removed" if after is None else "changed"
-    lines = diff_lines(before, after)
+    lines = diff_lines(None if before is None else str(before), None if after is None else str(after))
     dups = sum(1 for d in lines if d.dup)
     note = f' — <span class="dup-mark">⚠ {dups} line(s) duplicated</span>' if dups else ""
+    cut = "".join(f'<p class="cut">{side}: the record keeps the first part of this file only, '
+                  f"{e(n)} more character(s) not recorded; the diff ends there.</p>"
+                  for side, n in sorted((truncated or {}).items()) if side in ("before", "after"))
     out = [f'<div class="file" data-path="{e(path)}"><p class="file-head"><code>{e(path)}</code> '
-           f"({state}){note}</p><pre class=\"diff\">"]
+           f"({state}){note}</p>{cut}<pre class=\"diff\">"]
     rows = []
     for d in lines:
         cls = f"d-{d.op}" + (" dup" if d.dup else "")

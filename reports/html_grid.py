@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
+from crashmatrix.harness.records.case import CrashStep
 from crashmatrix.harness.records.results import CaseResult
+from crashmatrix.reports.groups import steps_of
 from crashmatrix.reports.html_base import MARK, WORD, e, worst
 
 
@@ -35,9 +36,8 @@ def grids(results: Sequence[CaseResult]) -> dict[str, Grid]:
     out: dict[str, Grid] = {}
     for r in results:
         grid = out.setdefault(r.scenario, Grid())
-        try:
-            schedule = Case.parse(r.case).schedule
-        except CaseIdError:
+        schedule = steps_of(r.case)
+        if schedule is None:
             grid.stray.append(r)
             continue
         if not schedule:

@@ -4,15 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.results import Verdict
-from crashmatrix.reports.groups import FailureGroup, GroupKey
+from crashmatrix.reports.groups import FailureGroup
 from crashmatrix.reports.html_base import worst
-
-
-def cause_of(key: GroupKey) -> str:
-    """The invariants violated, or for a verdict that violates none, that verdict."""
-    return ", ".join(key.invariants) or key.verdict
 
 
 def verdict_of(group: FailureGroup) -> Verdict:
@@ -21,14 +15,6 @@ def verdict_of(group: FailureGroup) -> Verdict:
 
 def scenarios_of(group: FailureGroup) -> list[str]:
     return sorted({r.scenario for r in group.cases})
-
-
-def faults_of(case_id: str) -> list[str]:
-    """The fault kinds a case's crash steps used, each once (for the fault filter)."""
-    try:
-        return sorted({s.fault for s in Case.parse(case_id).schedule})
-    except CaseIdError:
-        return []
 
 
 def drawn_in_full(found: Sequence[FailureGroup], limit: int) -> set[str]:

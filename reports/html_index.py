@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.harness.records.run_record import LineCoverageRecord
-from crashmatrix.reports.coverage import BranchStatus, branch_coverage
+from crashmatrix.reports.coverage import branch_coverage
+from crashmatrix.reports.facts import branch_facts
 from crashmatrix.reports.groups import FailureGroup
 from crashmatrix.reports.html_base import e
 from crashmatrix.reports.html_grid import scenario_anchor
@@ -38,17 +40,13 @@ def index(results: Sequence[CaseResult], found: Sequence[FailureGroup]) -> list[
 
 def coverage_summary(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
     """One line near the top: how many declared branches were reached, which never were."""
-    rows = branch_coverage(results, declared)
-    listed = [c for c in rows if c.declared]
-    reached = sum(1 for c in listed if c.status is BranchStatus.REACHED)
-    never = [c.branch for c in listed if c.status is BranchStatus.UNREACHED]
-    undeclared = [c.branch for c in rows if c.status is BranchStatus.UNDECLARED]
-    text = f"Recovery branches: {reached} of {len(listed)} declared reached"
-    if never:
-        text += "; <b>never reached</b>: " + ", ".join(f"<code>{e(b)}</code>" for b in never)
-    if undeclared:
-        text += "; reached but not declared: " + ", ".join(f"<code>{e(b)}</code>" for b in undeclared)
-    cls = "s-unreached" if never or undeclared else "s-reached"
+    c = branch_facts(results, declared)
+    text = f"Recovery branches: {c.reached} of {c.declared} declared reached"
+    if c.unreached:
+        text += "; <b>never reached</b>: " + ", ".join(f"<code>{e(b)}</code>" for b in c.unreached)
+    if c.undeclared:
+        text += "; reached but not declared: " + ", ".join(f"<code>{e(b)}</code>" for b in c.undeclared)
+    cls = "s-unreached" if c.unreached or c.undeclared else "s-reached"
     return [f'<p id="coverage-summary" class="{cls}">{text}. <a href="#coverage">The full table</a>.</p>']
 
 
@@ -68,8 +66,12 @@ def line_coverage(record: LineCoverageRecord | None) -> list[str]:
     coverage.py's pages beside the report. Nothing when the run did not measure it."""
     if record is None:
         return []
-    text = f"Line and branch coverage of the agent in recovery incarnations: {record.percent:.1f}%"
-    # Only a relative path beside the report is linked: the page must name nothing outside it.
+    percent = record.percent if isinstance(record.percent, int | float) else None
+    text = ("Line and branch coverage of the agent in recovery incarnations: "
+            + (f"{percent:.1f}%" if percent is not None else e(record.percent)))
+    # Only a relative path is linked (the caller makes run.json's relative to the report's
+    # folder): the page must name nothing on the network or elsewhere on the machine.
     if record.html and ":" not in record.html and not record.html.startswith("/"):
-        text += f' (<a href="{e(record.html)}">{e(record.html)}</a>)'
-    return [f'<p id="line-coverage">{text}, from {record.recoveries} recoveries.</p>']
+        href = quote(record.html, safe="/._-~")
+        text += f' (<a href="{e(href)}">{e(record.html)}</a>)'
+    return [f'<p id="line-coverage">{text}, from {e(record.recoveries)} recoveries.</p>']

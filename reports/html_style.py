@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-# The page must not reach the network: the policy forbids every fetch, so an accidental external
-# reference fails loudly (as a console error, which the browser test catches) instead of leaking.
-CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'"
+import base64
+import hashlib
 
 # Scenario text is anyone's language (the seed's CHANGELOG line is Chinese): after the system's
 # own face, the CJK faces Linux, macOS and Windows ship under their usual names, so a machine
@@ -42,6 +41,9 @@ details.case>summary{{cursor:pointer}}ul.listed{{margin:.3em 0}}
 .events li.dlv{{background:#fff;border:1px dashed #a70}}
 .events li.crash{{background:#c00;color:#fff;font-weight:bold}}
 .events li.dup{{outline:2px solid #c00}}
+.events li.frozen{{background:#cfe3f8;border:1px solid #369;font-weight:bold}}
+.lane.intruder{{border-left:4px solid #369;padding-left:.5em;margin-left:1.5em}}
+p.shared,p.cut{{color:#555;font-style:italic;margin:.2em 0}}
 .lane{{border-top:1px dotted #bbb;padding:.2em 0}}.lane-head{{margin:.2em 0}}
 .kill{{color:#c00;font-weight:bold}}
 pre{{white-space:pre-wrap;word-break:break-all;background:#f6f6f6;padding:.4em;margin:.2em 0}}
@@ -107,3 +109,11 @@ SCRIPT = """
   document.body.setAttribute("data-rendered", "1");
 })();
 """
+
+# The page must not reach the network: the policy forbids every fetch, so an accidental external
+# reference fails loudly (as a console error, which the browser test catches) instead of leaking.
+# Only the script above may run, by its hash: markup a crafted results file slipped past the
+# escaping could not run a script of its own, nor send a form or move the page's base.
+SCRIPT_HASH = "sha256-" + base64.b64encode(hashlib.sha256(SCRIPT.encode("utf-8")).digest()).decode("ascii")
+CSP = (f"default-src 'none'; style-src 'unsafe-inline'; script-src '{SCRIPT_HASH}'; "
+       "base-uri 'none'; form-action 'none'")

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from urllib.parse import quote
 
+from crashmatrix.harness.records.clip import clip
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord
 from crashmatrix.reports import cause
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
+from crashmatrix.reports.facts import branch_facts
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
 # `run` and `report` may both append to the same step's summary.
@@ -25,8 +28,8 @@ STATUS_MARK = {BranchStatus.REACHED: "reached", BranchStatus.UNREACHED: "**never
 
 
 def _clip(text: object, width: int = MAX_TEXT) -> str:
-    s = " ".join(str(text).split())  # one line: a newline would end a list item or table row
-    return s if len(s) <= width else s[: width - 1] + "…"
+    # One line: a newline would end a list item or table row.
+    return clip(" ".join(str(text).split()), width)
 
 
 def code(text: object, width: int = MAX_TEXT) -> str:
@@ -61,14 +64,13 @@ def _scenario_table(results: Sequence[CaseResult]) -> list[str]:
 
 
 def _coverage_table(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
-    rows = branch_coverage(results, declared)
-    declared_rows = [c for c in rows if c.declared]
-    never = sum(1 for c in declared_rows if c.status is BranchStatus.UNREACHED)
-    head = (f"{len(declared_rows) - never} of {len(declared_rows)} declared recovery branches reached"
+    facts = branch_facts(results, declared)
+    never = len(facts.unreached)
+    head = (f"{facts.reached} of {facts.declared} declared recovery branches reached"
             + (f"; **{never} never reached**." if never else "."))
     lines = ["## Recovery-branch coverage", "", head, "",
              "| branch | status | cases | example case |", "| --- | --- | ---: | --- |"]
-    for c in rows:
+    for c in branch_coverage(results, declared):
         example = _cell(code(c.example_case)) if c.example_case else "—"
         lines.append(f"| {_cell(code(c.branch))} | {STATUS_MARK[c.status]} | {c.cases} | {example} |")
     return lines
@@ -109,11 +111,27 @@ def _failures(bad: Sequence[CaseResult], budget: int) -> list[str]:
     return lines
 
 
+def _line_coverage(lines: LineCoverageRecord, linked: bool) -> str:
+    text = (f"Line and branch coverage of the agent's code in recovery incarnations: "
+            f"**{_clip(lines.percent)}%** ({_clip(lines.recoveries)} recoveries measured)")
+    if not lines.html:
+        return text + "."
+    if not linked:
+        # The CI job page is not beside the files: a relative link there leads nowhere.
+        return text + f": {code(lines.html)} in the run's output folder."
+    # The text a code span (any character); the target percent-encoded (a space or a bracket
+    # would end it).
+    return text + f": [{code(lines.html)}]({quote(lines.html, safe='/._-~')})"
+
+
 def render(results: Sequence[CaseResult], declared: Sequence[str],
-           completeness: Completeness | None = None, lines: LineCoverageRecord | None = None) -> str:
+           completeness: Completeness | None = None, lines: LineCoverageRecord | None = None,
+           *, linked: bool = True) -> str:
     """The whole summary; always under MAX_BYTES, whatever the number of failures. `lines`:
-    run.json's line coverage, said under the branch coverage and linked (relative, so the link
-    holds wherever the output folder is read: an unpacked CI artifact, a laptop)."""
+    run.json's line coverage, said under the branch coverage and linked (relative to the folder
+    the summary is written to, so the link holds wherever that folder is read: an unpacked CI
+    artifact, a laptop). `linked=False` for a copy read elsewhere ($GITHUB_STEP_SUMMARY): the
+    path is named, not linked."""
     total, held, failed, nondet, error, wrong = _counts(results)
     verdict = "every case held" if held == total else f"{total - held} of {total} case(s) did not hold"
     # Above the counts: "every case held" of a partial set must not read as a green run.
@@ -128,9 +146,7 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
     na = not_applicable(results)
     tail = ["", *_coverage_table(results, declared), ""]
     if lines is not None:
-        tail += [f"Line and branch coverage of the agent's code in recovery incarnations: "
-                 f"**{lines.percent}%** ({lines.recoveries} recoveries measured): "
-                 f"[{lines.html}]({lines.html})", ""]
+        tail += [_line_coverage(lines, linked), ""]
     if na:
         tail += ["**Not judged** for this agent (never counted as held):", "",
                  *(f"- `{inv}`: {why}" for inv, why in na.items()), ""]

@@ -89,6 +89,11 @@ def _count(n: int, noun: str) -> str:
 def _checked(facts: RunFacts) -> str:
     names = [f"{i} (in part)" if i in facts.partly else i for i in facts.invariants]
     text = f"{_count(len(facts.invariants), 'invariant')}: {', '.join(names) or 'none'}"
+    if facts.never_exercised:
+        text += (f"; never exercised, so not shown to hold: {', '.join(facts.never_exercised)} "
+                 "(no case's situation called for them)")
+    if not facts.exercise_known:
+        text += " (these results do not record which invariants each case exercised)"
     if facts.unjudged:
         text += f" ({len(facts.unjudged)} not judged, listed above with why)"
     return text

@@ -49,7 +49,8 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
             if d is not None:
                 lines.append(f"        >> delivered {d.kind} {d.item_id} {_short(d.text, 50)}")
             if inc.crashed_at == e.n:
-                lines.append("        XX SIGKILL here")
+                lines.append("        XX SIGKILL here" + (" (observed by strace)" if inc.observed else ""))
+                lines += [f"        XX {note}" for note in inc.fault_notes]
         if inc.nondeterministic:
             lines.append(f"   !! nondeterministic: {inc.nondeterministic}")
         if inc.runaway is not None:

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 
-from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord
 from crashmatrix.reports import html, junit, markdown
+from crashmatrix.reports.groups import steps_of
 
 REPORT_MODE = 0o644
 
@@ -25,10 +26,9 @@ class ReportFile(StrEnum):
 def _order(r: CaseResult) -> tuple[str, int, tuple[tuple[int, str, str, str], ...], str]:
     # Cases finish in any order under --jobs, and merged shards are sorted differently again; a
     # total order on what the case *is* makes `run` and `report` write byte-identical files.
-    try:
-        steps = tuple((s.n, s.kind, s.label, s.fault) for s in Case.parse(r.case).schedule)
-    except CaseIdError:
-        steps = ((1 << 30, "", "", ""),)
+    schedule = steps_of(r.case)
+    steps = (((1 << 30, "", "", ""),) if schedule is None
+             else tuple((s.n, s.kind, s.label, s.fault) for s in schedule))
     return (r.scenario, len(steps), steps, r.case)
 
 
@@ -60,10 +60,21 @@ def _stage(out_dir: Path, name: str, text: str) -> Path:
     return Path(tmp)
 
 
+def relative_to_reports(lines: LineCoverageRecord | None, results_dir: Path | None,
+                        out_dir: Path) -> LineCoverageRecord | None:
+    """`lines` with its HTML path (relative to run.json's folder, `results_dir`) made relative to
+    the folder the reports are written to: `report RESULTS --out OTHER` links from OTHER."""
+    if lines is None or not lines.html or results_dir is None or Path(lines.html).is_absolute():
+        return lines
+    target = os.path.relpath(os.path.abspath(results_dir / lines.html), os.path.abspath(out_dir))
+    return dataclasses.replace(lines, html=Path(target).as_posix())
+
+
 def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequence[str],
                   step_summary_path: Path | str | None = None,
                   completeness: Completeness | None = None,
-                  lines: LineCoverageRecord | None = None) -> list[Path]:
+                  lines: LineCoverageRecord | None = None,
+                  results_dir: Path | None = None) -> list[Path]:
     """Write summary.md, junit.xml and report.html into out_dir; return their paths.
 
     Every file is rendered and staged beside its target before any target is replaced, so a
@@ -71,8 +82,11 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
     is also appended to step_summary_path ($GITHUB_STEP_SUMMARY, which GitHub expects appended to).
     `completeness` (judged from run.json by the caller) and `lines` (run.json's `line_coverage`)
     are shown in summary.md and report.html; both come from run.json, so `report` rewrites the
-    bytes `run` wrote.
+    bytes `run` wrote. `results_dir`: the folder run.json is in, when not `out_dir` (the link to
+    the line coverage is made relative to `out_dir`). The step summary's copy names that path
+    instead of linking it: the job page is not beside the files.
     """
+    lines = relative_to_reports(lines, results_dir, out_dir)
     rendered = render_all(results, declared, completeness, lines)
     out_dir.mkdir(parents=True, exist_ok=True)
     staged: dict[Path, Path] = {}
@@ -86,5 +100,5 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
             tmp.unlink(missing_ok=True)  # only left over when something above failed
     if step_summary_path:
         with open(step_summary_path, "a", encoding="utf-8", newline="\n") as f:
-            f.write(rendered[ReportFile.SUMMARY])
+            f.write(markdown.render(canonical(results), declared, completeness, lines, linked=False))
     return list(staged)

@@ -33,6 +33,10 @@ class Capability(StrEnum):
     # `recover_args` is needed; declared, not assumed, because an agent that cannot share its
     # host with a second copy (a fixed port, one container) would fail for another reason.
     CONCURRENT = "concurrent"
+    # The agent's store is files under the session directory (`LaunchSpec.session`), written by
+    # the agent's own process and children: a power loss can be modelled on them (fault `power`).
+    # Not so for a store in a database server, or one a daemon writes.
+    FILE_STORE = "file-store"
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,8 @@
 Figures are ratios measured in one invocation (the machines are shared and noisy): cases/s and
 ms per case for each spawn mode, their ratio, the measured floor (a bare fork, exit and wait,
 times the incarnations per case), per-case cost as a multiple of that floor, and peak memory.
+With `--trace`, the fresh matrix again with every incarnation under strace (as the power fault
+runs the incarnation it crashes), and its cost as a multiple of plain fresh.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -26,9 +29,11 @@ from tabulate import tabulate
 from crashmatrix.harness.adapters.durable import ENTRY as DURABLE_ENTRY
 from crashmatrix.harness.adapters.interface import Adapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
-from crashmatrix.harness.cli.run import _adapter, _require, _runner_config, _scenarios
+from crashmatrix.harness.cli.run import _adapter, _need_tracer, _require, _runner_config, _scenarios
 from crashmatrix.harness.execution.line_coverage import combine_and_report
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
+from crashmatrix.harness.execution.observed import TracedSpawner
+from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode
 from crashmatrix.harness.records.results import DEFAULT_TIMEOUT_S, CaseResult
 from crashmatrix.scenarios.model import Scenario
 
@@ -94,11 +99,30 @@ def cached_bytecode(package: str) -> Iterator[bool]:
         os.environ["PYTHONDONTWRITEBYTECODE"] = value
 
 
+class EveryIncarnationTraced:
+    """Fresh processes, each under strace writing to a file of its own in `folder`."""
+
+    mode = SpawnMode.FRESH
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.count = 0
+
+    def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
+        self.count += 1  # spawned from case threads: a name is unique enough with the thread's id
+        name = f"{self.count}-{threading.get_ident()}.strace"
+        return TracedSpawner(self.folder / name).spawn(launch, probe_fds)
+
+    def close(self) -> None:
+        pass
+
+
 def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: float,
             dirs: tuple[str, ...] = (), agent: str = DEFAULT_AGENT,
-            line_coverage: bool = False) -> ModeFigures:
+            line_coverage: bool = False, traced: bool = False) -> ModeFigures:
     """`line_coverage`: as `run --line-coverage` does it, including combining the data and
-    writing the HTML at the end (timed apart, in `combine_s`)."""
+    writing the HTML at the end (timed apart, in `combine_s`). `traced`: every incarnation a
+    fresh process under strace."""
     scenarios = _scenarios(names, dirs)
     adapter = _adapter(agent)
     _require(adapter, scenarios)
@@ -107,7 +131,8 @@ def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: 
         coverage_dir = Path(tmp) / "coverage-data" if line_coverage else None
         if coverage_dir is not None:
             coverage_dir.mkdir()
-        _measure(figures, mode, scenarios, jobs, repeat, timeout, agent, adapter, coverage_dir)
+        tracer = EveryIncarnationTraced(Path(tmp)) if traced else None
+        _measure(figures, mode, scenarios, jobs, repeat, timeout, agent, adapter, coverage_dir, tracer)
         if coverage_dir is not None:
             started = time.perf_counter()
             combine_and_report(coverage_dir, Path(tmp))
@@ -116,7 +141,8 @@ def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: 
 
 
 def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: int, repeat: int,
-             timeout: float, agent: str, adapter: Adapter, coverage_dir: Path | None) -> None:
+             timeout: float, agent: str, adapter: Adapter, coverage_dir: Path | None,
+             tracer: EveryIncarnationTraced | None = None) -> None:
 
     def on_result(result: CaseResult, known: int) -> None:
         figures.cases += 1
@@ -124,7 +150,8 @@ def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: i
         figures.failed += 0 if result.ok else 1
 
     with _runner_config(agent, timeout, False, False, mode, resolved=adapter,
-                        coverage_dir=coverage_dir) as cfg:
+                        coverage_dir=coverage_dir) as plain:
+        cfg = plain if tracer is None else replace(plain, spawner=tracer)
         for _ in range(repeat):
             matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=cfg, depth=1, jobs=jobs))
             started = time.perf_counter()
@@ -145,6 +172,12 @@ def coverage_cost(covered: ModeFigures, fork: ModeFigures) -> dict[str, float | 
             if covered.cases else None}
 
 
+def trace_cost(traced: ModeFigures, fresh: ModeFigures) -> dict[str, float | None]:
+    """The cost of observing with strace, measured beside plain fresh spawning in the same run."""
+    return {"cases_per_s": round(traced.cases_per_s, 2), "ms_per_case": round(traced.ms_per_case, 2),
+            "overhead": round(traced.ms_per_case / fresh.ms_per_case, 2) if fresh.ms_per_case else None}
+
+
 @click.command("bench")
 @click.option("--scenario", "names", multiple=True, default=("changelog-fast",), show_default=True)
 @click.option("--scenarios", "dirs", multiple=True, metavar="DIR",
@@ -158,13 +191,19 @@ def coverage_cost(covered: ModeFigures, fork: ModeFigures) -> dict[str, float | 
               help="Agent under test (as for run); one without a Python entry is never forked.")
 @click.option("--line-coverage", is_flag=True,
               help="Also run the fork-mode matrix under --line-coverage, and print its cost.")
+@click.option("--trace", is_flag=True,
+              help="Also run the fresh matrix with every incarnation under strace (the power "
+                   "fault's observation), and print its cost as a multiple of plain fresh.")
 @click.option("--json", "as_json", is_flag=True)
 def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int, skip_fresh: bool,
-          timeout: float, agent: str, line_coverage: bool, as_json: bool) -> None:
+          timeout: float, agent: str, line_coverage: bool, trace: bool, as_json: bool) -> None:
     """Measure fresh-interpreter and zygote spawning on the same matrix, side by side."""
     floor_fork = fork_floor_ms()
     with cached_bytecode(DURABLE_ENTRY.module) as bytecode_cached:
-        fresh = None if skip_fresh else measure("fresh", names, jobs, 1, timeout, dirs, agent)
+        if trace:
+            _need_tracer(("power",))
+        fresh = None if skip_fresh and not trace else measure("fresh", names, jobs, 1, timeout, dirs, agent)
+        traced = measure("fresh", names, jobs, 1, timeout, dirs, agent, traced=True) if trace else None
         fork = measure("fork", names, jobs, repeat, timeout, dirs, agent)
         covered = (measure("fork", names, jobs, 1, timeout, dirs, agent, line_coverage=True)
                    if line_coverage else None)
@@ -183,15 +222,18 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
         "jobs": jobs,
         "incarnations_per_case": round(per_case_incarnations, 2),
         "rss_after_each_repeat_mb": fork.rss_after_mb,
-        "failed": fork.failed + (fresh.failed if fresh else 0) + (covered.failed if covered else 0),
+        "failed": fork.failed + (fresh.failed if fresh else 0) + (covered.failed if covered else 0)
+        + (traced.failed if traced else 0),
         "bytecode_cached": bytecode_cached,
         "line_coverage": None if covered is None else coverage_cost(covered, fork),
+        "trace": None if traced is None or fresh is None else trace_cost(traced, fresh),
     }
     if as_json:
         click.echo(json.dumps(data))
     else:
         rows = []
-        for name, fig in (("fresh", fresh), ("fork", fork), ("fork --line-coverage", covered)):
+        for name, fig in (("fresh", fresh), ("fresh under strace", traced), ("fork", fork),
+                          ("fork --line-coverage", covered)):
             if fig is not None:
                 rows.append([name, fig.cases, f"{fig.cases_per_s:.1f}", f"{fig.ms_per_case:.1f}"])
         click.echo(tabulate(rows, headers=["spawn", "cases", "cases/s", "ms/case"]))
@@ -205,6 +247,9 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
             click.echo(f"--line-coverage: {cost['overhead']}x fork's time per case; with combining "
                        f"the data and writing the HTML ({cost['combine_s']} s): "
                        f"{cost['overhead_with_report']}x")
+        if traced is not None and fresh is not None:
+            click.echo(f"strace: {trace_cost(traced, fresh)['overhead']}x fresh's time per case (every "
+                       "incarnation traced; the power fault traces only the one it crashes)")
         click.echo(f"harness peak RSS: {data['peak_rss_mb']} MB "
                    f"(after each repeat: {fork.rss_after_mb})")
         if bytecode_cached:

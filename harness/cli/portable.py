@@ -25,12 +25,15 @@ def repository_root(start: Path) -> Path | None:
 
 
 def portable_path(path: str | Path, cwd: Path | None = None) -> str:
-    """`path` relative to the root of the repository holding it (else to `cwd`), `.` for the
-    root itself; unchanged when it lies outside both (nothing portable can name it)."""
+    """`path` relative to a repository root, `.` for the root itself: the root of the repository
+    the command runs in when the path lies inside it (a scenario folder in a submodule or a
+    vendored repository is named from the outer checkout, where the reader of a CI log stands),
+    else the root of the repository holding the path, else `cwd`; unchanged when it lies outside
+    all of them (nothing portable can name it: `is_portable` says so)."""
     here = (cwd or Path.cwd()).absolute()
     # Not resolved: a symlinked checkout keeps the names its user sees. normpath drops `..`.
     absolute = Path(os.path.normpath(here / path))
-    for base in (repository_root(absolute), here):
+    for base in (repository_root(here), repository_root(absolute), here):
         if base is None:
             continue
         try:
@@ -42,3 +45,8 @@ def portable_path(path: str | Path, cwd: Path | None = None) -> str:
 
 def portable_paths(paths: list[str] | tuple[str, ...], cwd: Path | None = None) -> list[str]:
     return [portable_path(p, cwd) for p in paths]
+
+
+def is_portable(printed: str) -> bool:
+    """Whether a path as `portable_path` printed it names no machine (it is relative)."""
+    return not Path(printed).is_absolute()

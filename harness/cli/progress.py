@@ -45,6 +45,7 @@ class Progress:
         self.enabled = self.stream.isatty() if enabled is None else enabled
         self.clock = clock
         self.done = 0
+        self.ran = 0  # of `done`, the cases run here (not results a resumed run found saved)
         self.failed = 0
         self.started = clock()
         self._last = float("-inf")
@@ -59,7 +60,7 @@ class Progress:
             (t0, d0), (t1, d1) = self._recent[0], self._recent[-1]
             if t1 > t0:
                 return (d1 - d0) / (t1 - t0)
-        return self.done / max(now - self.started, 1e-6)
+        return self.ran / max(now - self.started, 1e-6)
 
     def line(self, known: int, final: bool, now: float) -> str:
         width = 30
@@ -72,11 +73,15 @@ class Progress:
             text += f"  ETA {eta((known - self.done) / rate)}"
         return text
 
-    def update(self, ok: bool, known: int, final: bool = False) -> None:
+    def update(self, ok: bool, known: int, final: bool = False, ran: bool = True) -> None:
+        """`ran`: False for a result `--resume` found saved, which counts as done but took no
+        time here (counted in the rate, a resume's first ETAs would be far too short)."""
         self.done += 1
         self.failed += 0 if ok else 1
         now = self.clock()
-        self._recent.append((now, self.done))
+        if ran:
+            self.ran += 1
+            self._recent.append((now, self.ran))
         if not self.enabled or (now - self._last < REDRAW_S and self.done < known):
             return
         self._last = now

@@ -38,6 +38,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   default=DEFAULT_AGENT)
     group.addoption("--crashmatrix-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                     help="per-case deadline")
+    group.addoption("--crashmatrix-fault", action="append", default=[], metavar="NAME",
+                    help="fault kind to enumerate (repeatable; default: kill, second, torn; with "
+                         "power, the agent is run with fsync on)")
 
 
 def _agent_name(config: pytest.Config) -> str:
@@ -55,20 +58,34 @@ class _Host:
     def __init__(self, config: pytest.Config) -> None:
         from crashmatrix.fakes import FakeProvider  # noqa: PLC0415 - see the note on imports above
         from crashmatrix.harness.adapters.registry import AgentChoiceError, resolve_agent  # noqa: PLC0415
+        from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path  # noqa: PLC0415
         from crashmatrix.harness.execution.runner import RunnerConfig  # noqa: PLC0415
         from crashmatrix.harness.execution.scratch import scratch_dir  # noqa: PLC0415
+        from crashmatrix.harness.faults.registry import FAULTS, check_selection, observing  # noqa: PLC0415
 
         try:
             adapter = resolve_agent(_agent_name(config))
         except AgentChoiceError as exc:
             raise pytest.UsageError(f"--crashmatrix-agent: {exc}") from None
+        named = tuple(dict.fromkeys(config.getoption("crashmatrix_fault")))
+        self.faults: tuple[str, ...] | None = named or None
+        problems = check_selection(named, adapter)
+        if problems:
+            raise pytest.UsageError("; ".join(problems))
+        # A power loss keeps only what was synced: the agent is asked to sync, as `run` does.
+        power = observing(f for f in FAULTS.all() if f.name in named)
+        if power:
+            try:
+                strace_path()
+            except TracerMissing as exc:
+                raise pytest.UsageError(str(exc)) from None
         self.provider = FakeProvider()
         self.provider.start()
         self.tmp = scratch_dir(prefix="crashmatrix-pytest-")
         self.runner_config = RunnerConfig(
             adapter=adapter, provider=self.provider,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
-            agent_ref=_agent_name(config))
+            agent_ref=_agent_name(config), fsync=power)
         self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
 
     def close(self) -> None:
@@ -103,7 +120,7 @@ class CaseItem(pytest.Item):
 
         host = _host(self.config)
         obs = CaseRunner(host.runner_config).run(self.case, self.scenario)
-        result = evaluate(obs, self.scenario, fsync=False, agent=host.runner_config.agent,
+        result = evaluate(obs, self.scenario, fsync=host.runner_config.fsync, agent=host.runner_config.agent,
                           scenario_dirs=portable_paths(host.dirs), duration_ms=0.0,
                           timeout_s=host.runner_config.case_timeout_s)
         if not result.ok:
@@ -135,7 +152,7 @@ class MatrixCollector(pytest.Collector):
         from crashmatrix.harness.records.case import Case  # noqa: PLC0415
 
         host = _host(self.config)
-        faults = faults_for(host.runner_config.adapter)
+        faults = faults_for(host.runner_config.adapter, host.faults)
         for scenario in self.scenarios:
             obs = CaseRunner(host.runner_config).run(Case(scenario.name), scenario)
             first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []

@@ -129,7 +129,8 @@ def report(source: str, out: str | None, require_coverage: bool) -> None:
     written = write_reports(results, out_dir, declared,
                             step_summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None,
                             completeness=completeness,
-                            lines=record.line_coverage if record is not None else None)
+                            lines=record.line_coverage if record is not None else None,
+                            results_dir=path.parent)
     for p in written:
         click.echo(f"wrote {p}")
     missing = coverage_failures(results, declared)

@@ -25,7 +25,7 @@ from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
 from crashmatrix.harness.adapters.requirements import unmet
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.cli.portable import portable_paths
+from crashmatrix.harness.cli.portable import is_portable, portable_paths
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
     coverage_failures,
@@ -36,13 +36,20 @@ from crashmatrix.harness.cli.report import (
 )
 from crashmatrix.harness.enumeration import parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path
 from crashmatrix.harness.execution.line_coverage import IMPORTS_DATA, combine_and_report
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
-from crashmatrix.harness.faults.registry import check_faults, faults_for
+from crashmatrix.harness.faults.registry import (
+    FAULTS,
+    check_faults,
+    check_selection,
+    faults_for,
+    observing,
+)
 from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.results import (
@@ -170,8 +177,12 @@ common_scenarios = [
     click.option("--max-events", default=DEFAULT_MAX_EVENTS, show_default=True, metavar="N",
                  type=click.IntRange(1), help="Step bound: an incarnation that emits more probe "
                  "events is killed at once (a runaway loop, of the agent or the script)."),
-    click.option("--fsync", type=click.Choice(["on", "off"]), default="off", show_default=True,
-                 help="The agent's fsync setting (off is faster; SIGKILL does not lose written data)."),
+    click.option("--fsync", "fsync_given", type=click.Choice(["on", "off"]), default=None,
+                 help="The agent's fsync setting; default off (faster: SIGKILL loses no written "
+                      "data), on when a power-loss fault is selected (--fault power)."),
+    click.option("--fault", "fault_names", multiple=True, metavar="NAME",
+                 help="Fault kind to enumerate (repeatable; default: kill, second, torn; `power` "
+                      "and `power-keep1` run only when named here, each case under strace)."),
     click.option("--spawn", type=click.Choice(["fork", "fresh"]), default="fork", show_default=True,
                  help="fork: incarnations fork from a pre-imported zygote; fresh: a new interpreter each."),
 ]
@@ -181,6 +192,35 @@ def with_common(fn: Any) -> Any:
     for option in reversed(common_scenarios):
         fn = option(fn)
     return fn
+
+
+def _faults(adapter: Adapter, names: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The `--fault` selection, checked (exit 2 naming an unknown fault, or one the agent cannot
+    take; exit 3 when a selected fault needs strace and it is missing); None: the default set."""
+    if not names:
+        return None
+    selected = tuple(dict.fromkeys(names))
+    problems = check_selection(selected, adapter)
+    if problems:
+        fail("; ".join(problems))
+    _need_tracer(selected)
+    return selected
+
+
+def _need_tracer(selected: tuple[str, ...]) -> None:
+    if observing(f for f in FAULTS.all() if f.name in selected):
+        try:
+            strace_path()
+        except TracerMissing as exc:
+            fail(str(exc), Exit.HARNESS)
+
+
+def _fsync(given: str | None, selected: tuple[str, ...] | None) -> bool:
+    """--fsync as given; else on when a selected fault models a power loss (which keeps only what
+    was synced: the agent must be asked to sync to be judged on it), off otherwise."""
+    if given is not None:
+        return given == "on"
+    return selected is not None and observing(f for f in FAULTS.all() if f.name in selected)
 
 
 @dataclass
@@ -208,6 +248,18 @@ class _Resumed(Matrix):
     def run_case(self, case: Case) -> CaseResult:
         saved = self.saved.get(case.case_id)
         return saved if saved is not None else super().run_case(case)
+
+
+def _printed_dirs(dirs: tuple[str, ...]) -> list[str]:
+    """The --scenarios folders as repro lines will print them; said once if one cannot be named
+    without this machine's absolute path (outside the repository and the current directory)."""
+    printed = portable_paths(dirs)
+    for shown in printed:
+        if not is_portable(shown):
+            click.echo(f"crashmatrix: note: --scenarios {shown} lies outside the repository and the "
+                       "current directory, so repro lines name it by this machine's absolute path",
+                       err=True)
+    return printed
 
 
 def _shown(value: object) -> str:
@@ -266,7 +318,8 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
               help="Continue the unfinished run in OUT (give the same options): cases that have a "
                    "result are not run again; the others are added to its results.")
 def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
-        fsync: str, spawn: str, depth: int, jobs: int, shard: str | None, out: str, as_json: bool, keep: bool,
+        fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, depth: int, jobs: int,
+        shard: str | None, out: str, as_json: bool, keep: bool,
         require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
@@ -280,17 +333,20 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             click.echo(f"crashmatrix: {s.name}: schedules capped at depth {s.matrix.max_depth} by "
                        f"its [matrix] max_depth ({s.source})", err=True)
     out_dir = Path(out)
+    adapter = _adapter(agent)
+    _require(adapter, scenarios)
+    selected = _faults(adapter, fault_names)
+    fsync = "on" if _fsync(fsync_given, selected) else "off"
     options = RunOptions(agent=agent, depth=depth, fsync=fsync == "on", timeout=timeout, spawn=spawn,
                          max_events=max_events,
                          scenarios=tuple(s.name for s in scenarios),
-                         shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None)
+                         shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None,
+                         faults=selected)
     if resume:
         previous, saved = _saved_results(out_dir, options)
     else:
         _claim_out(out_dir, overwrite)
         previous, saved = None, {}
-    adapter = _adapter(agent)
-    _require(adapter, scenarios)
     if line_coverage and adapter.python is None:
         # Refused before anything in --out is touched: earlier results stay as they were.
         fail(f"--line-coverage measures a Python agent; agent {adapter.name!r} has no Python entry point")
@@ -307,12 +363,13 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     def on_result(result: CaseResult, known: int) -> None:
         # Written, not kept: a long matrix holds no results in memory while it runs. A saved
         # result (--resume) is in the file already.
-        if result is not saved.get(result.case):
+        ran = result is not saved.get(result.case)
+        if ran:
             writer.write(result)
             tally.written += 1
         tally.count(result, known)
         # `matrix` is bound below, before the first result: whether `known` is the total yet.
-        progress.update(result.ok, known, final=matrix.enumerated)
+        progress.update(result.ok, known, final=matrix.enumerated, ran=ran)
 
     interrupted = False
     coverage_dir = out_dir / "coverage-data" if line_coverage else None
@@ -325,7 +382,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                         coverage_dir=coverage_dir, resolved=adapter,
                         max_events=max_events) as runner_config:
         config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
-                              jobs=jobs, shard=shard_spec, scenario_dirs=portable_paths(dirs))
+                              jobs=jobs, shard=shard_spec, scenario_dirs=_printed_dirs(dirs),
+                              faults=selected)
         matrix = _Resumed(config, saved) if saved else Matrix(config)
         try:
             matrix.run(on_result)
@@ -396,7 +454,8 @@ def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> E
 @click.option("--cases", is_flag=True, help="Record each scenario and list its single-crash case ids.")
 @click.option("--agents", is_flag=True, help="List the registered agents: name, origin, capabilities.")
 def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
-          fsync: str, spawn: str, cases: bool, agents: bool) -> None:
+          fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, cases: bool,
+          agents: bool) -> None:
     """List scenarios (with --cases, their case ids; with --agents, the agents instead)."""
     if agents:
         rows = [(a.name, a.origin, a.value, ", ".join(a.capabilities)) for a in list_agents()]
@@ -412,17 +471,19 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
         return
     adapter = _adapter(agent)
     _require(adapter, scenarios)
-    with _runner_config(agent, timeout, fsync == "on", False, spawn, resolved=adapter,
+    selected = _faults(adapter, fault_names)
+    with _runner_config(agent, timeout, _fsync(fsync_given, selected), False, spawn, resolved=adapter,
                         max_events=max_events) as cfg:
         for s in scenarios:
-            for case in _enumerate(cfg, s):
+            for case in _enumerate(cfg, s, selected):
                 click.echo(case.case_id)
 
 
-def _enumerate(cfg: RunnerConfig, scenario: Scenario) -> list[Case]:
+def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] | None = None) -> list[Case]:
     obs = CaseRunner(cfg).run(Case(scenario.name), scenario)
     first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
-    return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults_for(cfg.adapter))]
+    faults = faults_for(cfg.adapter, selected)
+    return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults)]
 
 
 @click.command("repro")
@@ -432,10 +493,11 @@ def _enumerate(cfg: RunnerConfig, scenario: Scenario) -> list[Case]:
 @click.option("--file", "repro_file", type=click.Path(dir_okay=False),
               help="Replay a repro file written by `crashmatrix explore` (scenario, case and agent).")
 def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float,
-          max_events: int, fsync: str, spawn: str, keep: bool, repro_file: str | None) -> None:
-    """Re-run exactly one case and print its timeline."""
+          max_events: int, fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, keep: bool,
+          repro_file: str | None) -> None:
+    """Re-run exactly one case and print its timeline (its id names its faults: no --fault needed)."""
     if repro_file is not None:
-        _repro_file(Path(repro_file), timeout, fsync == "on", spawn, keep)
+        _repro_file(Path(repro_file), timeout, fsync_given == "on", spawn, keep)
         return
     if case_id is None:
         fail("give a CASE_ID, or --file PATH")
@@ -452,16 +514,21 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(known))}"
         fail(f"unknown scenario {case.scenario!r} in case id {case_id!r}{hint}")
         return
+    # The case's own faults are enumerated (and --fault ones too), whatever the default set.
+    named = tuple(dict.fromkeys([*fault_names, *(step.fault for step in case.schedule)]))
+    selected = named or None
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
-    with _runner_config(agent, timeout, fsync == "on", keep, spawn, work=work,
+    with _runner_config(agent, timeout, _fsync(fsync_given, selected), keep, spawn, work=work,
                         max_events=max_events) as cfg:
         _require(cfg.adapter, [scenario])
         try:
             check_faults(case, cfg.adapter)
         except CaseIdError as exc:
             fail(f"case id {case_id!r}: {exc}")
+        if selected:
+            _faults(cfg.adapter, selected)
         if case.schedule:
-            ids = [c.case_id for c in _enumerate(cfg, scenario)]
+            ids = [c.case_id for c in _enumerate(cfg, scenario, selected)]
             first = Case(case.scenario, case.schedule[:1]).case_id
             if first not in ids:
                 close = difflib.get_close_matches(first, ids, n=3, cutoff=0.5)

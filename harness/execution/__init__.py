@@ -11,4 +11,6 @@
     workspace_files  what a case's workspace holds, read without following links
     stop_signals   SIGINT and SIGTERM: the one way a command installs its handler for them
     covered, line_coverage   --line-coverage of the recovery incarnations
+    fs_trace       strace's command line, and its output parsed into file-system call records
+    observed       an incarnation under strace, with an image of its session taken first
 """

@@ -18,6 +18,7 @@ from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.faults.interface import FaultKind
+from crashmatrix.harness.faults.registry import FAULTS, observing
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import CaseResult, Verdict
@@ -62,10 +63,11 @@ def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
 
 
 def hunt(mutant: MutantName, scenarios: Sequence[Scenario], runner: RunnerConfig,
-         jobs: int) -> Hunt:
+         jobs: int, faults: tuple[str, ...] | None = None) -> Hunt:
     """Run the mutant's matrix over `scenarios`: all recordings, then all single crashes, then
-    crash loops; each level in scenario order, then crash-point order; stop at the first kill."""
-    matrix = Matrix(MatrixConfig(scenarios=list(scenarios), runner=runner, jobs=jobs))
+    crash loops; each level in scenario order, then crash-point order; stop at the first kill.
+    `faults`: the kinds enumerated (None: the default set)."""
+    matrix = Matrix(MatrixConfig(scenarios=list(scenarios), runner=runner, jobs=jobs, faults=faults))
     by_name = {s.name: s for s in scenarios}
 
     def abort() -> None:
@@ -100,15 +102,18 @@ def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = S
     try:
         with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-mutants-") as tmp:
             for name in names:
+                faults = CATALOGUE[name].faults
+                # A power loss is judged on an agent told to sync (as `run --fault power` does).
+                power = faults is not None and observing(f for f in FAULTS.all() if f.name in faults)
                 runner = RunnerConfig(adapter=MutantAdapter(name), provider=provider,
                                       work_root=(work or Path(tmp)) / name.value,
-                                      case_timeout_s=timeout_s, spawner=spawner)
+                                      case_timeout_s=timeout_s, spawner=spawner, fsync=power)
                 focused = [builtins[s] for s in CATALOGUE[name].scenarios]
-                found = hunt(name, focused, runner, jobs)
+                found = hunt(name, focused, runner, jobs, faults)
                 if not found.killed:
                     # The catalogue's guess missed: every other built-in gets its chance.
                     rest = [s for n, s in sorted(builtins.items()) if n not in CATALOGUE[name].scenarios]
-                    more = hunt(name, rest, runner, jobs)
+                    more = hunt(name, rest, runner, jobs, faults)
                     found = Hunt(name, more.killed, more.case, more.invariant,
                                  found.cases + more.cases, focused=False,
                                  unjudged=found.unjudged + more.unjudged, repro=more.repro)

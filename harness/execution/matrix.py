@@ -37,6 +37,7 @@ class MatrixConfig:
     jobs: int = 2
     shard: tuple[int, int] | None = None
     scenario_dirs: list[str] = field(default_factory=list)
+    faults: tuple[str, ...] | None = None  # the kinds selected (--fault); None: the default set
 
 
 class Matrix:
@@ -45,8 +46,9 @@ class Matrix:
         self.stop = threading.Event()
         self.runner = CaseRunner(config.runner, self.stop)
         self.by_name = {s.name: s for s in config.scenarios}
-        # The fault kinds this agent supports, found once: every crash point gets each of them.
-        self.faults = faults_for(config.runner.adapter)
+        # The fault kinds selected (or the default set) this agent supports, found once: every
+        # crash point gets each of them that is enumerated there.
+        self.faults = faults_for(config.runner.adapter, config.faults)
         # True once no case still to finish can enumerate more: the `known` handed to on_result is
         # then the matrix's total, not a floor (read it in on_result).
         self.enumerated = False

@@ -21,11 +21,13 @@ from typing import Any, Protocol
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
+from crashmatrix.harness.execution.fs_trace import parse_file
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationRunaway, IncarnationTimeout
 from crashmatrix.harness.execution.intruder import FrozenIncarnation
+from crashmatrix.harness.execution.observed import ObservedKill, TracedSpawner, image_of
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.execution.workspace_files import snapshot
-from crashmatrix.harness.faults.interface import AtCrash, FaultKind, at_crash_of
+from crashmatrix.harness.faults.interface import AtCrash, FaultKind, at_crash_of, observes_of
 from crashmatrix.harness.faults.registry import fault_named
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import (
@@ -215,10 +217,13 @@ class CaseRunner:
 
         From the store when the adapter reads it; otherwise from the probe trace: a commit whose
         write returned (`commit.written`, or `commit.after`) reached the store, and an agent's
-        first commit holds its task (docs/your-agent.md, step 2).
+        first commit holds its task (docs/your-agent.md, step 2). An acknowledged commit
+        (`commit.after`) accepted the task whatever the store says now: a power loss may have
+        taken it since, and the caller, told it was accepted, recovers it, never re-submits it.
         """
+        acknowledged = any(e.kind == "commit.after" for inc in incarnations for e in inc.events)
         if Capability.STORE in self.config.adapter.capabilities:
-            return bool(self.config.adapter.read_transcript(spec).runs)
+            return acknowledged or bool(self.config.adapter.read_transcript(spec).runs)
         # A write that returned survives a SIGKILL: `commit.written` is enough.
         return any(e.kind in ("commit.written", "commit.after") for inc in incarnations for e in inc.events)
 
@@ -232,10 +237,17 @@ class CaseRunner:
         env = self._env()
         started = time.monotonic()
         adapter = self.config.adapter
+        # An observing fault's incarnation: a fresh process under strace, the session imaged first.
+        crash_fault = self._fault(step.fault) if step is not None else None
+        observing = crash_fault is not None and observes_of(crash_fault)
+        spawner, trace = self.config.spawner, case_dir / f"inc{record.index}.strace"
+        before = image_of(spec.session) if observing else None
+        if observing:
+            spawner, cover, record.observed = TracedSpawner(trace), None, True
         launch = Launch(program=adapter.program, entry=adapter.python.entry if adapter.python else None,
                         args=args, cwd=case_dir, env=env,
                         output=output or case_dir / f"inc{record.index}.log", coverage=cover)
-        with Incarnation(launch, self.config.spawner, self.config.max_events) as inc:
+        with Incarnation(launch, spawner, self.config.max_events) as inc:
             try:
                 # Most scenarios deliver nothing: then no event needs a delivery check. An
                 # intruder delivers nothing: scenario items are for the session's own incarnations.
@@ -263,9 +275,15 @@ class CaseRunner:
                             step = None  # it was not crashed: it runs on to its end
                             self._grant(inc, step, pending)
                             continue
-                        inc.kill()
+                        inc.kill()  # an observed one: strace has exited too, its trace complete
                         record.crashed_at = event.n
-                        fault.apply(self.config.adapter, spec)
+                        if observing and before is not None:
+                            observed = ObservedKill(adapter, spec, parse_file(trace), before,
+                                                    self.config.fsync)
+                            fault.apply_observed(observed)
+                            record.fault_notes = observed.notes
+                        else:
+                            fault.apply(self.config.adapter, spec)
                         break
                     self._grant(inc, step, pending)
                 else:
@@ -347,6 +365,10 @@ class _Freezer:
         spec, args, policies = _command(cfg.adapter, self.base, self.scenario, accepted)
 
         def run_to_end(second: list[str], record: IncarnationRecord, output: Path, until: float) -> None:
+            # The matrix stops by setting `stop` and killing what runs: no process may start after
+            # (an interrupt while the holder is frozen would otherwise still start the intruder).
+            if runner.stop.is_set():
+                raise CaseAborted(self.case_key)
             runner._incarnation(second, spec, record, None, self.scenario, self.deliveries, until,
                                 self.case_dir, None, output=output)
 

@@ -1,6 +1,8 @@
 """Fault kinds: the contract (`interface`), the registry, and one module per built-in kind.
 
 Built-ins, registered in pyproject.toml exactly as a third party registers its own: `kill`
-(SIGKILL at any event), `torn` (killed mid-commit, the last write torn) and `second` (frozen,
-while a second process is started on the session).
+(SIGKILL at any event), `torn` (killed mid-commit, the last write torn), `second` (frozen,
+while a second process is started on the session) and `power`, `power-keep1` (killed at a commit
+boundary, then the session's files set to what a power loss leaves: `power_state`, pure; not in
+the default set).
 """

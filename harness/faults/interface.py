@@ -12,15 +12,27 @@ runner does what the fault's `at_crash` says, one of a closed set (`AtCrash`):
   runner sends SIGCONT and the incarnation runs to its end. The runner SIGCONTs or SIGKILLs a
   frozen agent on every path (an error in `while_frozen`, the case deadline, an interrupt).
 
-A fault kind written before `at_crash` existed kills: `at_crash_of` reads it that way.
+A KILL fault may also *observe* (`observes`): the runner then starts the incarnation it crashes
+as a fresh process under a system-call tracer (strace), after taking an image of the session
+directory, and once the incarnation is dead (and the tracer has exited) hands the fault, instead
+of `apply`, an `Observed`: the calls the incarnation made to files and that image (`power`
+sets the files to what a power loss would leave). Observing is costly (a fresh interpreter, the
+tracer), so such a fault usually sets `by_default` False: it runs when selected (`--fault`).
+
+A fault kind written before a member existed is read as it behaved then: `at_crash_of` reads
+a missing `at_crash` as KILL, `observes_of` a missing `observes` as False, `by_default_of` a
+missing `by_default` as True.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Protocol
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+from crashmatrix.harness.records.fs_calls import FsCall
+from crashmatrix.harness.records.tree_image import TreeImage
 
 
 class AtCrash(StrEnum):
@@ -53,10 +65,42 @@ class Frozen(Protocol):
         ...
 
 
+class Observed(Protocol):
+    """The dead incarnation as an observing KILL fault sees it; the runner provides it."""
+
+    @property
+    def adapter(self) -> Adapter: ...
+
+    @property
+    def spec(self) -> LaunchSpec: ...
+
+    @property
+    def calls(self) -> Sequence[FsCall]:
+        """Its file-system calls, in the order they returned (the tracer had exited)."""
+        ...
+
+    @property
+    def before(self) -> TreeImage:
+        """The session directory (`spec.session`) just before the incarnation started."""
+        ...
+
+    @property
+    def fsync(self) -> bool:
+        """Whether the agent was told to sync its commits (`--fsync`)."""
+        ...
+
+    def note(self, text: str) -> None:
+        """Record a line with the incarnation (what the fault did, what it could not model):
+        shown by `repro` and kept in the case's evidence."""
+        ...
+
+
 class FaultKind(Protocol):
     name: str  # as written in case ids: `.../07:commit.written:run_started/torn`
     requires: frozenset[Capability]  # an adapter lacking one is never given this fault
     at_crash: AtCrash
+    observes: bool  # KILL only: trace the crashed incarnation; `apply_observed` replaces `apply`
+    by_default: bool  # enumerated when no `--fault` selects the kinds (else only when selected)
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         """Whether the single-crash matrix crashes with this fault at a recorded event. Pure."""
@@ -70,7 +114,22 @@ class FaultKind(Protocol):
         """FREEZE: act while the incarnation is stopped (never called for a KILL fault)."""
         ...
 
+    def apply_observed(self, observed: Observed) -> None:
+        """An observing KILL fault: act on the case tree once the incarnation is dead, knowing
+        what it did to its files (called instead of `apply`)."""
+        ...
+
 
 def at_crash_of(fault: FaultKind) -> AtCrash:
     """The fault's `at_crash`; KILL for a fault kind that predates the member."""
     return AtCrash(getattr(fault, "at_crash", AtCrash.KILL))
+
+
+def observes_of(fault: FaultKind) -> bool:
+    """The fault's `observes`; False for a fault kind that predates the member."""
+    return bool(getattr(fault, "observes", False))
+
+
+def by_default_of(fault: FaultKind) -> bool:
+    """The fault's `by_default`; True for a fault kind that predates the member."""
+    return bool(getattr(fault, "by_default", True))

@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from crashmatrix.harness.adapters.interface import Adapter
-from crashmatrix.harness.faults.interface import FaultKind
+from crashmatrix.harness.faults.interface import FaultKind, by_default_of, observes_of
 from crashmatrix.harness.plugins import FAULTS_GROUP, ExtensionPoint, UnknownPlugin
 from crashmatrix.harness.records.case import Case, CaseIdError
 
 FAULTS: ExtensionPoint[FaultKind] = ExtensionPoint(FAULTS_GROUP, "fault")
 
 
-def faults_for(adapter: Adapter) -> list[FaultKind]:
-    """Every registered fault kind the adapter supports, in a stable (name) order."""
-    return [f for f in FAULTS.all() if f.requires <= adapter.capabilities]
+def faults_for(adapter: Adapter, selected: Sequence[str] | None = None) -> list[FaultKind]:
+    """The fault kinds a matrix enumerates, in a stable (name) order: those named in `selected`
+    (`--fault`; check them first with `check_selection`), else every registered kind that is in
+    the default set; either way only those the adapter supports."""
+    chosen = FAULTS.all() if selected is None else [f for f in FAULTS.all() if f.name in selected]
+    return [f for f in chosen if f.requires <= adapter.capabilities
+            and (selected is not None or by_default_of(f))]
+
+
+def check_selection(selected: Sequence[str], adapter: Adapter) -> list[str]:
+    """What is wrong with `--fault` names for this agent: an unknown fault, or one it cannot take."""
+    by_name = {f.name: f for f in FAULTS.all()}
+    problems = []
+    for name in selected:
+        fault = by_name.get(name)
+        if fault is None:
+            problems.append(f"--fault {name}: unknown fault (known: {', '.join(sorted(by_name))})")
+            continue
+        lacking = sorted(c.value for c in fault.requires - adapter.capabilities)
+        if lacking:
+            problems.append(f"--fault {name}: needs {', '.join(lacking)}, which agent {adapter.name!r} "
+                            "does not declare")
+    return problems
+
+
+def observing(faults: Iterable[FaultKind]) -> bool:
+    """Whether any of them observes file-system calls (and so needs strace)."""
+    return any(observes_of(f) for f in faults)
 
 
 def check_faults(case: Case, adapter: Adapter, known: Iterable[FaultKind] | None = None) -> None:

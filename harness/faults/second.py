@@ -19,7 +19,7 @@ the matrix for a lock that, in a correct agent, is held the same way at all of t
 from __future__ import annotations
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
-from crashmatrix.harness.faults.interface import AtCrash, Frozen
+from crashmatrix.harness.faults.interface import AtCrash, Frozen, Observed
 
 SECOND_AT = frozenset({"commit.before", "effect.before", "provider.before"})
 
@@ -28,6 +28,8 @@ class Second:
     name = "second"
     requires = frozenset({Capability.KILL, Capability.CONCURRENT})
     at_crash = AtCrash.FREEZE
+    observes = False
+    by_default = True
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return kind in SECOND_AT
@@ -37,6 +39,9 @@ class Second:
 
     def while_frozen(self, frozen: Frozen) -> None:
         frozen.start_second()
+
+    def apply_observed(self, observed: Observed) -> None:
+        pass  # never observes
 
 
 SECOND = Second()

@@ -7,7 +7,7 @@ its last record. It is enumerated only where a write can be half done.
 from __future__ import annotations
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
-from crashmatrix.harness.faults.interface import AtCrash, Frozen
+from crashmatrix.harness.faults.interface import AtCrash, Frozen, Observed
 
 TORN_AT = "commit.written"  # the only boundary where a write can be half done
 
@@ -16,6 +16,8 @@ class Torn:
     name = "torn"
     requires = frozenset({Capability.KILL, Capability.TEAR})
     at_crash = AtCrash.KILL
+    observes = False
+    by_default = True
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return kind == TORN_AT
@@ -25,6 +27,9 @@ class Torn:
 
     def while_frozen(self, frozen: Frozen) -> None:
         pass  # a KILL fault is never frozen
+
+    def apply_observed(self, observed: Observed) -> None:
+        pass  # never observes
 
 
 TORN = Torn()

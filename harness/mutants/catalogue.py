@@ -35,6 +35,7 @@ class MutantName(StrEnum):
     SPLIT_FINAL = "split-final"
     RETRY_RESET = "retry-reset"
     RECOVER_NO_LOCK = "recover-no-lock"
+    NEVER_SYNCS = "never-syncs"
     MESSAGES_ONLY = "messages-only"
 
 
@@ -46,10 +47,14 @@ class Mutant:
     # Scenarios expected to kill it, the likeliest first (a focused matrix; every built-in is
     # the fallback when they do not).
     scenarios: tuple[str, ...]
+    # The fault kinds its hunt enumerates (`--fault`), for a mutant only a fault outside the
+    # default set can kill; None: the default set.
+    faults: tuple[str, ...] | None = None
 
 
-def _m(name: MutantName, failure: str, patch: PatchFn, *scenarios: str) -> Mutant:
-    return Mutant(name, failure, patch, scenarios)
+def _m(name: MutantName, failure: str, patch: PatchFn, *scenarios: str,
+       faults: tuple[str, ...] | None = None) -> Mutant:
+    return Mutant(name, failure, patch, scenarios, faults)
 
 
 N = MutantName
@@ -126,6 +131,11 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "but a process that is only slow (stopped, swapped out, paused in a debugger) still holds "
        "the session, and the two write it at once.",
        K.recover_no_lock, "changelog-fast"),
+    _m(N.NEVER_SYNCS,
+       "The session log never calls fsync, so a commit is acknowledged while only in the page "
+       "cache: a process crash keeps it, a power loss (or a kernel panic) takes it, and the "
+       "agent forgets work it reported saved and effects it recorded.",
+       G.never_syncs, "changelog-fast", faults=("power",)),
     _m(N.MESSAGES_ONLY,
        "A framework that persists the message history but has no recovery rules re-runs whatever "
        "has no result and resumes whatever is open.",

@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 from crashmatrix.agent.log import SessionLog
 from crashmatrix.agent.records import EntryType
 from crashmatrix.harness.mutants.patching import Patcher
+
+
+def never_syncs(p: Patcher) -> None:
+    build: Callable[..., None] = SessionLog.__init__
+
+    def init(self: SessionLog, path: Path, *, fsync: bool = True) -> None:
+        # The fault: the log never syncs a commit (nor its folder), whatever --fsync says; a
+        # SIGKILL keeps the page cache, so only a power loss can tell.
+        build(self, path, fsync=False)
+
+    p.replace(SessionLog, "__init__", init)
 
 
 def repair_drops_one_more(p: Patcher) -> None:

@@ -11,4 +11,8 @@ test_architecture.py keeps it so), so renderers, the verifier and plugins can de
     results      CaseResult and Verdict, and the results.jsonl file
     run_record   run.json: the options, the expected cases, and whether the results are complete
     atomic       replacing a file atomically (results.jsonl of a merge, run.json)
+    evidence     a failing case's evidence for the reports, deterministic and clipped
+    clip         cutting long text and long lists: one rule for records and reports
+    fs_calls     FsCall: one file-system call of an incarnation, as strace observed it
+    tree_image   TreeImage: a folder's files and folders at one moment, bytes and all
 """

@@ -5,14 +5,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from crashmatrix.harness.records.clip import clip, head_tail
 from crashmatrix.harness.records.events import ProbeEvent
-from crashmatrix.harness.records.observation import IncarnationRecord, Observation, Request
+from crashmatrix.harness.records.observation import IncarnationRecord, Intrusion, Observation, Request
 from crashmatrix.harness.records.transcript import Message, Transcript
 
 # Caps, so that one runaway case cannot make results.jsonl or the report huge. A list that is cut
 # keeps its head and its tail and says how long it was (`*_total`).
 MAX_TEXT = 4000  # characters of one message, reply, event detail or store entry
 MAX_FILE = 16_000  # characters of one workspace file, before and after
+MAX_OUTPUT = 2000  # characters of an intruder's output: its end, where a refusal says why
 MAX_EVENTS_HEAD, MAX_EVENTS_TAIL = 100, 50  # per incarnation; the crash point is always kept
 MAX_REQUESTS_HEAD, MAX_REQUESTS_TAIL = 20, 10
 MAX_COMMITS_HEAD, MAX_COMMITS_TAIL = 150, 50
@@ -28,17 +30,20 @@ SCRATCH = "$SCRATCH"
 # the record of a case must not, or `--jobs` and shards would change results.
 _DURATION = re.compile(r"(?<![\w.])[0-9]+\.[0-9]+s\b")
 DURATION = "N.NNs"
+# The frozen holder's pid, as an intruder's refusal names it: differs from run to run too.
+HOLDER_PID = "$HOLDER_PID"
+# The probe events that mean a commit landed (the one-writer check counts the same).
+WRITTEN = frozenset({"commit.written", "commit.after"})
+
+
+def _unstable(text: str) -> str:
+    """`text` without what differs between two runs of one case: scratch paths and durations."""
+    return _DURATION.sub(DURATION, _SCRATCH.sub(SCRATCH, text))
 
 
 def scrub(text: str) -> str:
     """`text` without scratch paths and durations, clipped to MAX_TEXT."""
-    return clip(_DURATION.sub(DURATION, _SCRATCH.sub(SCRATCH, text)))
-
-
-def clip(text: str, limit: int = MAX_TEXT) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"… [{len(text) - limit} more characters]"
+    return clip(_unstable(text), MAX_TEXT)
 
 
 def scrubbed(value: Any) -> Any:
@@ -54,16 +59,6 @@ def scrubbed(value: Any) -> Any:
     return scrub(str(value))
 
 
-def _head_tail(count: int, head: int, tail: int, keep: int | None = None) -> list[int]:
-    """Indexes (0-based) a capped list keeps: all of a short one, else its head, its tail and `keep`."""
-    if count <= head + tail:
-        return list(range(count))
-    chosen = set(range(head)) | set(range(count - tail, count))
-    if keep is not None and 0 <= keep < count:
-        chosen.add(keep)
-    return sorted(chosen)
-
-
 def _event(e: ProbeEvent) -> dict[str, Any]:
     out: dict[str, Any] = {"n": e.n, "point": scrub(e.point)}
     if e.kind.startswith("commit.") and e.detail.get("seq") is not None:
@@ -71,28 +66,40 @@ def _event(e: ProbeEvent) -> dict[str, Any]:
     elif e.kind.startswith("effect."):
         if e.detail.get("call_id") is not None:
             out["call"] = scrub(str(e.detail.get("call_id")))
+        # A call id is unique only within one model response; the result id the call reserved
+        # is unique in the session, so two effects with one `result` are one call run twice.
+        if e.detail.get("result_id") is not None:
+            out["result"] = scrub(str(e.detail.get("result_id")))
         if e.detail.get("recovery"):
             out["rerun"] = True
     return out
 
 
+def _events(inc: IncarnationRecord) -> list[dict[str, Any]]:
+    # The crash point and the freeze point are what a reader looks for: never cut out.
+    points = (inc.crashed_at, inc.frozen_at)
+    kept = head_tail(len(inc.events), MAX_EVENTS_HEAD, MAX_EVENTS_TAIL,
+                     [None if p is None else p - 1 for p in points])
+    return [_event(inc.events[i]) for i in kept]
+
+
 def _incarnation(inc: IncarnationRecord) -> dict[str, Any]:
-    kept = _head_tail(len(inc.events), MAX_EVENTS_HEAD, MAX_EVENTS_TAIL,
-                      None if inc.crashed_at is None else inc.crashed_at - 1)
     return {
         "index": inc.index,
         "command": inc.command,
         "settle": inc.settle,
         "policies": dict(sorted(inc.policies.items())),
-        "events": [_event(inc.events[i]) for i in kept],
+        "events": _events(inc),
         "events_total": len(inc.events),
         "crashed_at": inc.crashed_at,
+        "frozen_at": inc.frozen_at,
         "exit_code": inc.exit_code,
         "timed_out": inc.timed_out,
         "runaway": inc.runaway,
         "nondeterministic": None if inc.nondeterministic is None else scrub(inc.nondeterministic),
         "requests_before": inc.requests_before,
         "commits_before": inc.commits_before,
+        **({"fault_notes": [scrub(n) for n in inc.fault_notes]} if inc.fault_notes else {}),
     }
 
 
@@ -105,25 +112,46 @@ def _owner(before: list[int], position: int) -> int:
     return owner
 
 
+def _intruded(obs: Observation) -> dict[int, int]:
+    """Request position -> the intrusion (1-based) that sent it: the intruder's requests sit in
+    the provider's log among the holder's, and are no incarnation's."""
+    return {p: j for j, x in enumerate(obs.intrusions, 1)
+            for p in range(x.record.requests_before, x.requests_after)}
+
+
+def _sent_at(obs: Observation, intruded: dict[int, int]) -> dict[int, tuple[int | None, int, int]]:
+    """Request position -> (incarnation or None, intrusion or 0, the `provider.before` event that
+    sent it): the k-th such event of a process sent the k-th request of its own positions."""
+    total = len(obs.requests)
+    at: dict[int, tuple[int | None, int, int]] = {}
+    for k, inc in enumerate(obs.incarnations):
+        end = obs.incarnations[k + 1].requests_before if k + 1 < len(obs.incarnations) else total
+        own = [p for p in range(inc.requests_before, max(end, inc.requests_before)) if p not in intruded]
+        sent = [e.n for e in inc.events if e.kind == "provider.before"]
+        at.update({p: (inc.index, 0, n) for p, n in zip(own, sent, strict=False)})
+    for j, x in enumerate(obs.intrusions, 1):
+        sent = [e.n for e in x.record.events if e.kind == "provider.before"]
+        at.update({p: (None, j, n) for p, n in
+                   zip(range(x.record.requests_before, x.requests_after), sent, strict=False)})
+    return at
+
+
 def _requests(obs: Observation) -> list[dict[str, Any]]:
     starts = [inc.requests_before for inc in obs.incarnations]
-    # The k-th `provider.before` of an incarnation sent its k-th request: that event is where the
-    # request sits on the incarnation's lane.
-    at: dict[int, int] = {}
-    for inc in obs.incarnations:
-        sent = [e.n for e in inc.events if e.kind == "provider.before"]
-        for k, n in enumerate(sent):
-            at[inc.requests_before + k] = n
+    intruded = _intruded(obs)
+    at = _sent_at(obs, intruded)
     out: list[dict[str, Any]] = []
     previous: tuple[int, list[Any]] | None = None
-    for i in _head_tail(len(obs.requests), MAX_REQUESTS_HEAD, MAX_REQUESTS_TAIL):
+    for i in head_tail(len(obs.requests), MAX_REQUESTS_HEAD, MAX_REQUESTS_TAIL):
         r: Request = obs.requests[i]
         position = r.index if isinstance(r.index, int) else i
         messages: list[Any] = scrubbed(r.messages)
+        sender = at.get(position)
         item: dict[str, Any] = {
             "index": r.index,
-            "incarnation": _owner(starts, position) if starts else None,
-            "event": at.get(position),
+            "incarnation": (None if position in intruded else _owner(starts, position) if starts
+                            else None),
+            "event": None if sender is None else sender[2],
             "status": r.status,
             "fault": r.fault,
             "error_type": r.error_type,
@@ -131,6 +159,8 @@ def _requests(obs: Observation) -> list[dict[str, Any]]:
             "messages": messages,
             "reply": scrubbed(r.reply),
         }
+        if position in intruded:
+            item["intruder"] = intruded[position]
         # Each request re-sends the history before it: stored whole, a case's requests grow with
         # the square of its length. The part a request shares with the one before is named instead
         # (`shares`); `history` puts the whole back together.
@@ -173,6 +203,12 @@ def _entry(m: Message) -> str:
     return scrub(f"{m.role}{mark}{error}: {body}")
 
 
+def _intruder_commits(x: Intrusion) -> list[int]:
+    """The seqs an intruder's commits took, by its own probe events."""
+    seqs = {e.detail.get("seq") for e in x.record.events if e.kind in WRITTEN}
+    return sorted(s for s in seqs if isinstance(s, int) and not isinstance(s, bool))
+
+
 def _store(obs: Observation) -> dict[str, Any]:
     t: Transcript = obs.transcript
     entries: dict[int, list[str]] = {}
@@ -188,12 +224,23 @@ def _store(obs: Observation) -> dict[str, Any]:
     for rec in t.records:
         entries.setdefault(rec.seq, []).append(scrub(f"{rec.kind} {scrubbed(rec.data)}"))
     starts = [inc.commits_before for inc in obs.incarnations]
+    # A commit an intruder's probes say it wrote is the intruder's, not the holder's whose span
+    # of seqs it falls in (two writers on one log may even reuse a seq: the first claim wins).
+    intruded = {seq: j for j, x in reversed(list(enumerate(obs.intrusions, 1)))
+                for seq in _intruder_commits(x)}
     seqs = sorted(set(entries) | set(t.labels) | set(range(1, t.commits + 1)))
-    commits = [{"seq": seq, "incarnation": _owner([s + 1 for s in starts], seq) if starts else None,
-                "label": scrub(t.labels[seq]) if seq in t.labels else None,
-                "entries": entries.get(seq, [])}
-               for seq in seqs]
-    kept = _head_tail(len(commits), MAX_COMMITS_HEAD, MAX_COMMITS_TAIL)
+    commits = []
+    for seq in seqs:
+        item: dict[str, Any] = {
+            "seq": seq,
+            "incarnation": (None if seq in intruded else _owner([s + 1 for s in starts], seq)
+                            if starts else None),
+            "label": scrub(t.labels[seq]) if seq in t.labels else None,
+            "entries": entries.get(seq, [])}
+        if seq in intruded:
+            item["intruder"] = intruded[seq]
+        commits.append(item)
+    kept = head_tail(len(commits), MAX_COMMITS_HEAD, MAX_COMMITS_TAIL)
     return {
         "read": obs.store_read,
         "commits": [commits[i] for i in kept],
@@ -205,29 +252,77 @@ def _store(obs: Observation) -> dict[str, Any]:
     }
 
 
+def _changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+
+def _file_text(text: str | None) -> tuple[str | None, int]:
+    """A file's text as recorded, and how many characters were cut from its end. The cut is a
+    number, not text: text would show up in a diff as a line the file never had."""
+    if text is None:
+        return None, 0
+    stable = _unstable(text)
+    return stable[:MAX_FILE], max(0, len(stable) - MAX_FILE)
+
+
 def _files(obs: Observation) -> list[dict[str, Any]]:
-    paths = sorted(p for p in set(obs.workspace_before) | set(obs.workspace_after)
-                   if obs.workspace_before.get(p) != obs.workspace_after.get(p))
     out = []
-    for path in paths[:MAX_FILES]:
-        before, after = obs.workspace_before.get(path), obs.workspace_after.get(path)
-        out.append({"path": scrub(path),
-                    "before": None if before is None else clip(_SCRATCH.sub(SCRATCH, before), MAX_FILE),
-                    "after": None if after is None else clip(_SCRATCH.sub(SCRATCH, after), MAX_FILE)})
+    for path in _changed(obs.workspace_before, obs.workspace_after)[:MAX_FILES]:
+        item: dict[str, Any] = {"path": scrub(path)}
+        cut: dict[str, int] = {}
+        for side, text in (("before", obs.workspace_before.get(path)),
+                           ("after", obs.workspace_after.get(path))):
+            item[side], cut[side] = _file_text(text)
+        if any(cut.values()):
+            item["truncated"] = {side: n for side, n in cut.items() if n}
+        out.append(item)
     return out
 
 
+def _output(x: Intrusion) -> str:
+    """What the intruder printed, its end, without what differs from run to run (the holder's
+    pid, which a refusal names, included)."""
+    # Scratch paths first: the pid is part of their names too.
+    text = _unstable(x.output)
+    if x.holder_pid:
+        text = re.sub(rf"(?<!\d){x.holder_pid}(?!\d)", HOLDER_PID, text)
+    return clip(text, MAX_OUTPUT, keep_end=True)
+
+
+def _intrusion(obs: Observation, x: Intrusion) -> dict[str, Any]:
+    r = x.record
+    holder = next((i for i in obs.incarnations if i.index == x.holder), None)
+    kept = head_tail(len(r.events), MAX_EVENTS_HEAD, MAX_EVENTS_TAIL)
+    return {
+        "holder": x.holder,
+        "frozen_at": None if holder is None else holder.frozen_at,
+        "command": r.command,
+        "policies": dict(sorted(r.policies.items())),
+        "events": [_event(r.events[i]) for i in kept],
+        "events_total": len(r.events),
+        "exit_code": r.exit_code,
+        "timed_out": r.timed_out,
+        "runaway": r.runaway,
+        "output": _output(x),
+        "requests": list(range(r.requests_before, x.requests_after)),
+        "commits": _intruder_commits(x),
+        "session_changed": [scrub(p) for p in _changed(x.session_before, x.session_after)],
+        "workspace_changed": [scrub(p) for p in _changed(x.workspace_before, x.workspace_after)],
+    }
+
+
 def evidence(obs: Observation) -> dict[str, Any]:
-    """Per incarnation its events and end; the provider requests with the history each sent;
-    deliveries; the store's commits by the incarnation that wrote them; the files that changed."""
+    """Per incarnation its events and end; the second processes started beside a frozen one; the
+    provider requests with the history each sent; deliveries; the store's commits by the process
+    that wrote them; the files that changed."""
     return {
         "incarnations": [_incarnation(inc) for inc in obs.incarnations],
+        "intrusions": [_intrusion(obs, x) for x in obs.intrusions],
         "requests": _requests(obs),
         "requests_total": len(obs.requests),
         "deliveries": [{"kind": d.kind, "item_id": scrub(d.item_id), "text": scrub(d.text),
                         "incarnation": d.incarnation, "event": d.event_n} for d in obs.deliveries],
         "store": _store(obs),
         "files": _files(obs),
-        "files_total": len([p for p in set(obs.workspace_before) | set(obs.workspace_after)
-                            if obs.workspace_before.get(p) != obs.workspace_after.get(p)]),
+        "files_total": len(_changed(obs.workspace_before, obs.workspace_after)),
     }

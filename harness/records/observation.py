@@ -35,6 +35,10 @@ class IncarnationRecord:
     # The probe event this incarnation was frozen at (SIGSTOP) while an intruder ran; it was
     # then resumed and ran on (it is not a crash).
     frozen_at: int | None = None
+    # Run under a system-call tracer for an observing fault (`power`), and what that fault did
+    # to the files it left, a line each (`session/session.jsonl: cut back to 512 of 690 bytes`).
+    observed: bool = False
+    fault_notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

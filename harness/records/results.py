@@ -60,6 +60,9 @@ class CaseResult:
     note: str | None = None
     # Invariants that could not be judged for this agent, with why: {"invariant", "reason"}.
     not_applicable: list[dict[str, str]] = field(default_factory=list)
+    # The invariants whose situation arose in this case (harness/verify/exercised.py); one that
+    # was judged but never exercised held vacuously. None: a record from before it was recorded.
+    exercised: list[str] | None = None
     # The scenario mistake the case ran into, if any: {"kind": "script-gap" | "script-loop",
     # "message", "fix", ...evidence} (harness/verify/scenario_error.py). With verdict
     # scenario-error it is the whole verdict; beside a `fail`, a note on what else went wrong.

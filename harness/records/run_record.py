@@ -46,6 +46,7 @@ class RunOptions:
     max_events: int | None = None  # the step bound: a lower one turns long runs into verdicts
     scenarios: tuple[str, ...] | None = None
     shard: str | None = None  # "K/N"
+    faults: tuple[str, ...] | None = None  # as selected with --fault; None: the default set
 
     def differences(self, other: RunOptions, ignore: Sequence[str] = ()) -> list[tuple[str, object, object]]:
         """(field, ours, theirs) for each field both record with different values."""
@@ -54,13 +55,18 @@ class RunOptions:
             ours, theirs = getattr(self, f.name), getattr(other, f.name)
             if f.name in ignore or ours == theirs:
                 continue
-            if f.name != "shard" and (ours is None or theirs is None):
+            if f.name not in _NONE_MEANS_DEFAULT and (ours is None or theirs is None):
                 continue  # one side did not record it: nothing to compare
             out.append((f.name, ours, theirs))
         return out
 
     def unrecorded(self) -> list[str]:
-        return [f.name for f in fields(self) if f.name != "shard" and getattr(self, f.name) is None]
+        return [f.name for f in fields(self)
+                if f.name not in _NONE_MEANS_DEFAULT and getattr(self, f.name) is None]
+
+
+# Fields where None is a value (the whole matrix, the default faults), not "not recorded".
+_NONE_MEANS_DEFAULT = ("shard", "faults")
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,7 @@ class RunRecord:
             "depth": o.depth, "fsync": o.fsync, "timeout": o.timeout, "spawn": o.spawn,
             "max_events": o.max_events,
             "scenarios": None if o.scenarios is None else list(o.scenarios), "shard": o.shard,
+            "faults": None if o.faults is None else list(o.faults),
             "expected": None if self.expected is None else dict(self.expected),
             "expected_total": self.expected_total, "known": self.known, "done": self.done,
             "complete": self.complete, "ended": None if self.ended is None else self.ended.value,
@@ -139,6 +146,7 @@ class RunRecord:
         get = _Fields(data, path)
         branches = get("declared_branches", is_str_list, "a list of strings", required=True)
         scenarios = get("scenarios", is_str_list, "a list of strings")
+        faults = get("faults", is_str_list, "a list of strings, or null")
         expected = get("expected", _is_counts, "an object of case counts")
         merged = get("merged", lambda v: isinstance(v, dict), "an object")
         lines = get("line_coverage", lambda v: isinstance(v, dict), "an object")
@@ -154,7 +162,8 @@ class RunRecord:
                 spawn=get("spawn", _is_str, "a string"),
                 max_events=get("max_events", _is_count, "a count"),
                 scenarios=None if scenarios is None else tuple(scenarios),
-                shard=get("shard", _is_str, "a string K/N, or null")),
+                shard=get("shard", _is_str, "a string K/N, or null"),
+                faults=None if faults is None else tuple(faults)),
             expected=expected,
             known=get("known", _is_count, "a count"),
             done=get("done", _is_count, "a count"),

@@ -11,6 +11,7 @@ from crashmatrix.harness.records.violation import InvariantId, NotApplicable, Vi
 from crashmatrix.harness.verify.at_most_once import check_at_most_once
 from crashmatrix.harness.verify.continuation import check_continuation
 from crashmatrix.harness.verify.durable_commits import check_durable_commits
+from crashmatrix.harness.verify.exercised import exercised
 from crashmatrix.harness.verify.final_ends_run import check_final_ends_run
 from crashmatrix.harness.verify.finished import check_finished_stays_finished
 from crashmatrix.harness.verify.intent_before_effect import check_intent_before_effect
@@ -98,6 +99,8 @@ PARTLY_FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
 class Judgement:
     violations: list[Violation]
     not_applicable: list[NotApplicable]
+    # The invariants whose situation arose in the case (harness/verify/exercised.py), CHECKS order.
+    exercised: list[InvariantId] = dataclasses.field(default_factory=list)
 
 
 def judge(obs: Observation, scenario: Scenario) -> Judgement:
@@ -105,6 +108,7 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
     and every invariant that could not be judged, with the reason."""
     skipped: list[NotApplicable] = []
     partly: list[NotApplicable] = []
+    arose = exercised(obs)
     if not obs.store_read:
         # The harness's own evidence stands in for the store: the calls the model asked for.
         obs = dataclasses.replace(obs, transcript=provider_transcript(obs.requests))
@@ -127,7 +131,8 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
                 continue
             out += check(obs, scenario)
     order = list(CHECKS)
-    return Judgement(out, sorted(skipped + partly, key=lambda n: order.index(n.invariant)))
+    return Judgement(out, sorted(skipped + partly, key=lambda n: order.index(n.invariant)),
+                     [i for i in order if i in arose])
 
 
 def verify(obs: Observation, scenario: Scenario) -> list[Violation]:

@@ -22,6 +22,7 @@ WRITES = frozenset({K.COMMIT_WRITTEN.value, K.COMMIT_AFTER.value})
 EFFECTS = frozenset({K.EFFECT_BEFORE.value, K.EFFECT_AFTER.value})
 # The holder's exits that mean it ran on to its own end (liveness's normal exits).
 ENDED = frozenset({0, 1})
+HOLDER_PID = "$HOLDER_PID"  # the holder's pid, in the intruder's output as recorded
 # How much of a holder's command line a refusal may quote to name it (an agent cuts long ones).
 COMMAND_PREFIX = 60
 
@@ -80,8 +81,8 @@ def _intruder(x: Intrusion) -> list[Violation]:
     elif r.exit_code is None:
         refused = "it did not end on its own"
     elif not names_holder(x.output, x.holder_pid, x.holder_command):
-        refused = (f"it exited {r.exit_code} without naming the holder (pid {x.holder_pid}): "
-                   f"{short(x.output) or 'it printed nothing'}")
+        refused = (f"it exited {r.exit_code} without naming the holder (its pid or command): "
+                   f"{short(_output(x)) or 'it printed nothing'}")
     else:
         refused = None
     if not did and refused is None:
@@ -91,10 +92,16 @@ def _intruder(x: Intrusion) -> list[Violation]:
     return [Violation(ID, (
         f"{who} {what}{tail}; while another process holds a session, a second one must be "
         "refused, name the holder, and write nothing"), {
-        "holder": x.holder, "holder_pid": x.holder_pid, "command": r.command,
+        "holder": x.holder, "command": r.command,
         "exit_code": r.exit_code, "timed_out": r.timed_out, "intruder_events": events,
         "requests": list(range(r.requests_before, x.requests_after)),
-        "session_changed": session, "workspace_changed": workspace, "output": short(x.output, 400)})]
+        "session_changed": session, "workspace_changed": workspace, "output": short(_output(x), 400)})]
+
+
+def _output(x: Intrusion) -> str:
+    """The intruder's output with the holder's pid as a word: pids differ from run to run, and a
+    case's result must not (`--jobs`, shards, `merge`)."""
+    return re.sub(rf"\b{x.holder_pid}\b", HOLDER_PID, x.output)
 
 
 def _holder(x: Intrusion, holder: IncarnationRecord | None) -> list[Violation]:

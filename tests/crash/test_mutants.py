@@ -95,7 +95,8 @@ def test_recover_no_lock_is_killed_by_the_second_process_fault_and_by_no_older_o
         every = faults_for(runner.adapter)
         assert "second" in [f.name for f in every]
         older = [f for f in every if f.name != "second"]
-        monkeypatch.setattr("crashmatrix.harness.execution.matrix.faults_for", lambda adapter: older)
+        monkeypatch.setattr("crashmatrix.harness.execution.matrix.faults_for",
+                            lambda adapter, selected=None: older)
         survived = hunt(name, scenarios, runner, jobs=2)
         monkeypatch.undo()
         killed = hunt(name, scenarios, runner, jobs=2)

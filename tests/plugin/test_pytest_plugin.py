@@ -103,3 +103,19 @@ def test_a_project_pins_its_agent_in_its_ini_file(pytester: pytest.Pytester) -> 
     # The command line wins over the ini file.
     again = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-agent", "durable-agent", "-k", "none")
     again.assert_outcomes(passed=1)
+
+
+def test_the_fault_option_selects_power_cases_which_run_and_hold(pytester: pytest.Pytester) -> None:
+    d = _scenario_dir(pytester, "alpha")
+    collected = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-fault", "power",
+                                              "--collect-only", "-q")
+    ids = [line for line in collected.stdout.lines if "::" in line]
+    assert ids, collected.stdout.str()
+    assert all(i.endswith("/power") or i.endswith("tiny/none") for i in ids)
+    assert any("commit.after" in i for i in ids)
+    run = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-fault", "power", "-k", "commit.after")
+    assert run.ret == pytest.ExitCode.OK, run.stdout.str()
+    bad = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-fault", "power",
+                                        "--crashmatrix-agent", "messages-only")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--fault power: needs file-store*"])

@@ -93,6 +93,9 @@ class ObservationBuilder:
         self.requests: list[Request] = []
         self.deliveries: list[Delivery] = []
         self.resume_budget = resume_budget
+        # call id -> the result id its tool_started reserved: the agent reports it with each
+        # effect (a rerun's too), and so does the builder.
+        self.reserved: dict[str, str] = {}
 
     # -- incarnations ----------------------------------------------------------------------
     @property
@@ -195,6 +198,7 @@ class ObservationBuilder:
     def started(self, run_id: str, assistant_id: str, c: Call, replay: str | None = None,
                 upto: BoundaryKind = K.COMMIT_AFTER) -> str:
         result_id = self.msg_id()
+        self.reserved[c["id"]] = result_id
         policy = Replay(replay or self.inc.policies.get(_name(c), "never"))
         self.commit([R.tool_started(run_id, assistant_id, c["id"], _name(c), _args(c), result_id,
                                     policy)], upto)
@@ -203,7 +207,9 @@ class ObservationBuilder:
     def effect(self, c: Call, *, recovery: bool = False,
                upto: BoundaryKind = K.EFFECT_AFTER) -> tuple[str, bool]:
         """The tool runs on the workspace between its effect.before and effect.after."""
-        extra = {"recovery": True} if recovery else {}
+        extra: dict[str, Any] = {"result_id": self.reserved[c["id"]]} if c["id"] in self.reserved else {}
+        if recovery:
+            extra["recovery"] = True
         self.event(K.EFFECT_BEFORE, _name(c), call_id=c["id"], **extra)
         if upto is K.EFFECT_BEFORE:
             return "", False  # killed at effect.before: the tool never ran

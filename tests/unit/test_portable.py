@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from crashmatrix.harness.cli.portable import portable_path, repository_root
+from crashmatrix.harness.cli.portable import is_portable, portable_path, repository_root
 
 
 def _repo(root: Path, marker_is_file: bool = False) -> Path:
@@ -51,9 +51,20 @@ def test_a_path_outside_both_is_kept_as_given(tmp_path: Path) -> None:
     assert portable_path(elsewhere, here) == elsewhere
 
 
-def test_the_nearest_repository_wins(tmp_path: Path) -> None:
+def test_the_repository_the_command_runs_in_names_a_nested_one(tmp_path: Path) -> None:
     outer = _repo(tmp_path / "outer")
     inner = _repo(outer / "vendor" / "inner")
-    assert portable_path(str(inner / "s")) == "s"
-    assert portable_path(str(outer / "s")) == "s"
-    assert portable_path(str(outer / "vendor" / "t")) == "vendor/t"
+    # Run from the outer checkout: a submodule's folder is named from the outer root, where the
+    # reader of the log will stand.
+    assert portable_path(str(inner / "s"), outer) == "vendor/inner/s"
+    assert portable_path(str(outer / "vendor" / "t"), outer / "vendor") == "vendor/t"
+    # Run from inside the submodule's own checkout: named from its root.
+    assert portable_path(str(inner / "s"), inner) == "s"
+    # Run from outside any repository: the root of the repository holding the path.
+    if repository_root(tmp_path) is None:
+        assert portable_path(str(inner / "s"), tmp_path) == "s"
+
+
+def test_a_path_outside_every_root_is_said_not_to_be_portable(tmp_path: Path) -> None:
+    assert is_portable("checks/scenarios")
+    assert not is_portable(str(tmp_path / "elsewhere"))

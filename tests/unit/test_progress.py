@@ -66,6 +66,19 @@ def test_the_eta_follows_the_recent_rate_not_the_whole_run() -> None:
     assert "ETA 7m30s" in out.last
 
 
+def test_results_a_resume_found_saved_count_as_done_but_not_in_the_rate() -> None:
+    clock, out = Clock(), Stream()
+    p = progress(out, clock)
+    for _ in range(500):  # handed over at once, as a resumed matrix does
+        p.update(True, 1000, final=True, ran=False)
+    for _ in range(10):
+        clock.now += 1  # then one case a second
+        p.update(True, 1000, final=True)
+    assert "510/1000 cases" in out.last
+    assert "1.0/s" in out.last
+    assert "ETA 8m10s" in out.last  # 490 left at one a second, not at 500 a second
+
+
 def test_ascii_streams_get_an_ascii_floor_and_a_disabled_bar_writes_nothing() -> None:
     clock = Clock()
     ascii_out = Stream()

@@ -74,6 +74,24 @@ def test_an_invariant_not_judged_is_not_counted_as_checked() -> None:
     assert "durable-commits: it reads the commits the store holds" in whole, "listed with its reason"
 
 
+def test_an_invariant_no_case_exercised_is_listed_apart_not_as_checked() -> None:
+    some = [i for i in REGISTRY if i not in ("queued-input", "one-writer")]
+    results = [make(Case("changelog", (step(13),)), exercised=some[:4]),
+               make(Case("changelog"), exercised=some[4:])]
+    facts = run_facts(results, REGISTRY, DECLARED, 1, FILES)
+    assert list(facts.invariants) == some, "registry order, only what some case exercised"
+    assert facts.never_exercised == ("one-writer", "queued-input")
+    checked = " ".join(terminal.proved(facts).split("faults")[0].split())
+    assert checked.startswith(f"checked {len(some)} invariants: ")
+    assert "never exercised, so not shown to hold: one-writer, queued-input" in checked
+    assert facts.to_json()["never_exercised"] == ["one-writer", "queued-input"]
+    # Records written before `exercised` existed: nothing is hidden, and that is said.
+    old = run_facts([make(Case("changelog"))], REGISTRY, DECLARED, 1, FILES)
+    assert old.invariants == tuple(REGISTRY)
+    assert not old.exercise_known
+    assert "do not record which invariants each case exercised" in " ".join(terminal.proved(old).split())
+
+
 def test_with_every_invariant_judged_the_block_names_the_whole_registry() -> None:
     facts = run_facts([make(Case("changelog", (step(13),)))], REGISTRY, DECLARED, 2, FILES, 112.4)
     assert facts.invariants == tuple(REGISTRY)
@@ -111,7 +129,7 @@ def test_the_json_keys_hold_the_same_facts() -> None:
     facts = run_facts([failing(Case("changelog", (step(13),)))], REGISTRY, DECLARED, 1, FILES, 3.21)
     data = facts.to_json()
     assert set(data) == {"invariants", "faults", "depth", "distinct_failures", "duration_s", "coverage",
-                         "files", "line_coverage"}
+                         "files", "line_coverage", "never_exercised"}
     assert data["line_coverage"] is None  # not measured
     assert data["invariants"] == REGISTRY
     assert data["duration_s"] == 3.2

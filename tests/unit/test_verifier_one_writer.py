@@ -87,7 +87,13 @@ def test_an_intruder_that_exited_0_is_caught_even_if_it_wrote_nothing() -> None:
 
 def test_a_refusal_must_name_the_holder() -> None:
     [v] = _one_writer(_observation(output="durable-agent: error: session is busy\n"))
-    assert f"without naming the holder (pid {PID})" in v.message
+    assert "without naming the holder (its pid or command)" in v.message
+    # The recorded output holds no pid: they differ from run to run, a case's record must not.
+    let_in = _refused()
+    let_in.exit_code = 0
+    [named] = _one_writer(_observation(record=let_in, output=f"locked by pid {PID}; also pid {PID}1\n"))
+    assert f"locked by pid $HOLDER_PID; also pid {PID}1" in named.evidence["output"]
+    assert "holder_pid" not in named.evidence
     # Another number containing the pid's digits does not name it.
     assert not names_holder(f"pid {PID}1", PID, COMMAND)
     assert names_holder(f"locked by {COMMAND[:80]}", PID, COMMAND)

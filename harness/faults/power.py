@@ -1,0 +1,91 @@
+"""`power`: killed at a commit boundary, then the session's files set to what a power loss would leave.
+
+An observing fault: the runner starts the incarnation it crashes under strace, with an image of
+the session directory taken just before; once it is dead, `power_state` computes from its calls
+and that image what the disk would hold had the power gone instead (each file as of its last
+sync, names as of their folder's last sync), and `apply_observed` writes that over the session
+directory. `power-keep1` is the same loss, except that the first unsynced write reached the disk
+(a torn tail at a write boundary).
+
+Enumerated at the two boundaries where what was written and what was synced differ:
+- `commit.written`: the commit's bytes are written, not yet synced (with fsync on, the power loss
+  takes exactly this unacknowledged commit; the agent must recover without it);
+- `commit.after`: the commit is acknowledged (with fsync on, synced: it must survive; with fsync
+  off nothing is, and `durable-commits` catches the loss).
+At any other event an agent that syncs each commit has nothing of its log unsynced, so a power
+loss there equals a kill (already in the matrix); a write the agent leaves unsynced elsewhere
+(its settings, its lock) is still modelled at these two points, since it precedes them.
+
+Only the session directory is modelled: the workspace stands for the world the tools act on (in
+production, other machines and services), which a power loss of the agent's host does not undo.
+Not in the default set (`by_default`): each case costs a fresh interpreter under strace; select it
+with `--fault power`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+from crashmatrix.harness.faults.interface import AtCrash, Frozen, Observed
+from crashmatrix.harness.faults.power_state import PowerState, TargetKind, power_state
+
+POWER_AT = frozenset({"commit.written", "commit.after"})
+
+
+class Power:
+    requires = frozenset({Capability.KILL, Capability.FILE_STORE})
+    at_crash = AtCrash.KILL
+    observes = True
+    by_default = False
+
+    def __init__(self, name: str, keep: int) -> None:
+        self.name = name
+        self.keep = keep  # unsynced writes that reach the disk anyway, the first ones first
+
+    def enumerated_at(self, kind: str, label: str) -> bool:
+        return kind in POWER_AT
+
+    def apply(self, adapter: Adapter, spec: LaunchSpec) -> None:
+        pass  # observes: the runner calls apply_observed instead
+
+    def while_frozen(self, frozen: Frozen) -> None:
+        pass  # a KILL fault is never frozen
+
+    def apply_observed(self, observed: Observed) -> None:
+        state = power_state(observed.calls, observed.before, self.keep)
+        write_state(state)
+        if not observed.fsync:
+            observed.note("power loss with --fsync off: the agent was told not to sync its commits")
+        for line in state.notes or ["power loss: every write had been synced; nothing changed"]:
+            observed.note(line)
+
+
+def write_state(state: PowerState) -> None:
+    """Make the files what `state` says: every source is read before anything is changed (a
+    rename undone moves content between names)."""
+    sources = {t.source: Path(t.source).read_bytes() for t in state.targets.values()
+               if t.kind is TargetKind.PREFIX and t.source is not None and Path(t.source).is_file()}
+    for path, target in sorted(state.targets.items()):
+        p = Path(path)
+        if target.kind is TargetKind.ABSENT:
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink(missing_ok=True)
+    for path, target in sorted(state.targets.items()):
+        p = Path(path)
+        if target.kind is TargetKind.DIR:
+            p.mkdir(parents=True, exist_ok=True)
+        elif target.kind is TargetKind.BYTES and target.data is not None:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(target.data)
+        elif target.kind is TargetKind.PREFIX and target.source is not None:
+            data = sources.get(target.source, b"")
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(data if target.length is None else data[:target.length])
+
+
+POWER = Power("power", keep=0)
+POWER_KEEP1 = Power("power-keep1", keep=1)

@@ -1,0 +1,100 @@
+"""Which invariants a case exercised: the situation each one judges happened in it.
+
+A check that finds nothing to judge returns no violation, which reads like "held". A run whose
+cases never delivered an input, never failed a request and never started a second process has
+not shown that queued inputs, retries or session locks are handled, and must not say it did:
+the summary lists such invariants apart ("never exercised"), never as checked. Each predicate is
+pure, reads the harness's own evidence where it can (probe trace, requests, deliveries, exits),
+and is deliberately broad: it says the situation arose, not that the check found it tricky.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.violation import InvariantId
+from crashmatrix.scenarios.model import BoundaryKind
+
+K = BoundaryKind
+OK = 200
+
+
+def _always(obs: Observation) -> bool:
+    return True
+
+
+def _effect_ran(obs: Observation) -> bool:
+    return any(e.kind == K.EFFECT_BEFORE for inc in obs.incarnations for e in inc.events)
+
+
+def _killed_after(kind: str) -> Callable[[Observation], bool]:
+    """An incarnation was killed after an event of `kind`: recovery had to deal with its aftermath."""
+    def seen(obs: Observation) -> bool:
+        return any(inc.crashed_at is not None
+                   and any(e.kind == kind and e.n <= inc.crashed_at for e in inc.events)
+                   for inc in obs.incarnations)
+    return seen
+
+
+def _request_failed(obs: Observation) -> bool:
+    return any(r.status != OK or r.fault for r in obs.requests)
+
+
+def _recovered_request(obs: Observation) -> bool:
+    """A request sent by an incarnation that started after a crash: history rebuilt from the store."""
+    crashed = False
+    for inc in obs.incarnations:
+        if crashed and any(e.kind == K.PROVIDER_BEFORE for e in inc.events):
+            return True
+        crashed = crashed or inc.crashed_at is not None
+    return False
+
+
+def _final_answer(obs: Observation) -> bool:
+    return any(r.reply is not None and not r.reply.get("tool_calls") for r in obs.requests)
+
+
+def _tool_call(obs: Observation) -> bool:
+    return any(r.reply is not None and r.reply.get("tool_calls") for r in obs.requests) or any(
+        m.calls for m in obs.transcript.messages)
+
+
+def _result_committed(obs: Observation) -> bool:
+    return any(m.role == "tool" for m in obs.transcript.messages)
+
+
+def _settled_finished(obs: Observation) -> bool:
+    return any(inc.settle for inc in obs.incarnations) and any(
+        r.outcome is not None for r in obs.transcript.runs)
+
+
+# What "exercised" means for each invariant; docs/invariants.md says the same in words.
+EXERCISED: Mapping[InvariantId, Callable[[Observation], bool]] = MappingProxyType({
+    InvariantId.ONE_WRITER: lambda obs: bool(obs.intrusions),  # a second process was started
+    InvariantId.LOG_INTEGRITY: lambda obs: obs.transcript.commits > 0
+    or obs.transcript.integrity_error is not None,  # there was a store to read
+    InvariantId.PAIRING: _tool_call,  # the model asked for a tool call
+    InvariantId.AT_MOST_ONCE: _effect_ran,  # a tool's effect ran
+    InvariantId.NO_SILENT_SUCCESS: _result_committed,  # a tool result was saved
+    InvariantId.SAFE_RERUN: _killed_after(K.EFFECT_BEFORE),  # killed once an effect had started
+    InvariantId.FINISHED_STAYS_FINISHED: _settled_finished,  # a finished session was recovered again
+    InvariantId.CONTINUATION: _recovered_request,  # a request after a crash
+    InvariantId.RESUME_BUDGET: lambda obs: any(r.resumed_from for r in obs.transcript.runs),
+    InvariantId.QUEUED_INPUT: lambda obs: any(d.kind == "input" for d in obs.deliveries),
+    InvariantId.RETRY_INTENT: _request_failed,  # the provider refused or failed a request
+    InvariantId.INTENT_BEFORE_EFFECT: _effect_ran,
+    InvariantId.RESERVED_RESULT: _result_committed,
+    InvariantId.DURABLE_COMMITS: _killed_after(K.COMMIT_AFTER),  # killed after a commit was acknowledged
+    InvariantId.FINAL_ENDS_RUN: _final_answer,  # the model gave a final answer
+    InvariantId.RETRY_BOUND: _request_failed,
+    InvariantId.LIVENESS: _always,  # every case must end
+    InvariantId.SCENARIO_ORACLE: _always,  # every case has an outcome to compare
+})
+
+
+def exercised(obs: Observation) -> frozenset[InvariantId]:
+    """The invariants whose situation arose in this case (an invariant with no predicate, e.g.
+    one a newer verifier added, counts as exercised: never hidden)."""
+    return frozenset(i for i in InvariantId if EXERCISED.get(i, _always)(obs))

@@ -1,0 +1,149 @@
+"""Fault `power`: observed under strace, files set as a power loss leaves them; holds with fsync, not off."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from crashmatrix.fakes import FakeProvider
+from crashmatrix.harness.adapters.mutant import MutantAdapter
+from crashmatrix.harness.execution.hunt import hunt
+from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout, kill_all
+from crashmatrix.harness.execution.observed import TracedProcess, TracedSpawner
+from crashmatrix.harness.execution.runner import RunnerConfig
+from crashmatrix.harness.execution.spawn import Launch, SpawnMode
+from crashmatrix.harness.execution.spawners import make_spawner
+from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
+from crashmatrix.scenarios import load_builtin
+
+pytestmark = pytest.mark.crash
+CLI = [sys.executable, "-m", "crashmatrix"]
+POWER = ["--scenario", "changelog-fast", "--fault", "power"]
+# Where the first incarnation's commit of the append_note intent is acknowledged.
+ACKED = "changelog-fast/13:commit.after:tool_started.append_note/power"
+
+
+def crashmatrix(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def test_the_power_matrix_holds_on_our_agent_with_fsync_on_by_default(tmp_path: Path) -> None:
+    proc = crashmatrix("run", *POWER, "--json", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["faults"] == ["power"]
+    # Both boundaries of each of the 8 commits, and the recording.
+    assert summary["cases"] == 17
+    assert summary["failed"] == 0
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert (run["fsync"], run["faults"]) == (True, ["power"])
+
+
+def test_with_fsync_off_it_fails_naming_durable_commits_and_saying_fsync_was_off(tmp_path: Path) -> None:
+    proc = crashmatrix("run", *POWER, "--fsync", "off", "--json", "--out", str(tmp_path / "out"))
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    summary = json.loads(proc.stdout)
+    failed = {f["case"]: f for f in summary["failures"]}
+    assert ACKED in failed
+    assert "durable-commits" in failed[ACKED]["invariants"]
+    assert failed[ACKED]["repro"] == f"crashmatrix repro {ACKED} --fsync off"
+    results = {json.loads(line)["case"]: json.loads(line)
+               for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()}
+    assert "the agent ran with --fsync off" in results[ACKED]["note"]
+    # Its repro, as printed, reproduces it: no --fault needed (the id names the fault).
+    again = crashmatrix(*failed[ACKED]["repro"].split()[1:])
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "durable-commits" in again.stdout
+    assert "XX power loss with --fsync off" in again.stdout
+    assert "XX session/session.jsonl:" in again.stdout  # what the power loss did to the log
+
+
+def test_a_power_case_repro_holds_and_shows_what_the_power_loss_did() -> None:
+    proc = crashmatrix("repro", "changelog-fast/12:commit.written:tool_started.append_note/power")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # The unacknowledged commit's bytes were written, not synced: the power loss takes them.
+    assert "XX session/session.jsonl: cut back to" in proc.stdout
+    assert "(observed by strace)" in proc.stdout
+
+
+def test_power_is_refused_for_an_agent_that_does_not_declare_a_file_store() -> None:
+    proc = crashmatrix("run", *POWER, "--agent", "messages-only", "--out", "/nonexistent/x")
+    assert proc.returncode == 2
+    assert "--fault power: needs file-store, which agent 'messages-only' does not declare" in proc.stderr
+
+
+def test_a_missing_strace_is_exit_3_saying_what_to_install(tmp_path: Path) -> None:
+    env = {"PATH": str(Path(sys.executable).parent)}  # the interpreter, and no strace
+    proc = subprocess.run([*CLI, "run", *POWER, "--out", str(tmp_path / "o")], capture_output=True,
+                          text=True, timeout=60, check=False, env=env)
+    assert proc.returncode == 3, proc.stderr
+    assert "apt-get install strace" in proc.stderr
+
+
+def test_never_syncs_survives_the_default_faults_and_is_killed_by_power(tmp_path: Path) -> None:
+    name = MutantName.NEVER_SYNCS
+    assert CATALOGUE[name].faults == ("power",)
+    scenarios = [load_builtin()[s] for s in CATALOGUE[name].scenarios]
+    assert MutantAdapter.python is not None
+    spawner = make_spawner(SpawnMode.FORK, list(MutantAdapter.python.preload))
+    with FakeProvider() as provider, contextlib.closing(spawner):
+        def runner(fsync: bool) -> RunnerConfig:
+            return RunnerConfig(adapter=MutantAdapter(name), provider=provider, work_root=tmp_path,
+                                spawner=spawner, fsync=fsync)
+
+        survived = hunt(name, scenarios, runner(True), jobs=2)  # kill, second, torn
+        killed = hunt(name, scenarios, runner(True), jobs=2, faults=("power",))
+    assert not survived.killed, survived
+    assert survived.cases > 40, "a whole matrix ran"
+    assert survived.unjudged == 0
+    assert killed.killed
+    assert killed.case == "changelog-fast/04:commit.after:run_started.prompt,message.user/power"
+    assert killed.invariant == "durable-commits"
+    assert killed.repro == f"crashmatrix repro {killed.case} --agent mutant:never-syncs"
+
+
+HANGS = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
+def traced_hanger(tmp_path: Path) -> tuple[Incarnation, TracedProcess]:
+    launch = Launch(program=tuple(HANGS), entry=None, args=[], cwd=tmp_path, env=dict(os.environ))
+    inc = Incarnation(launch, TracedSpawner(tmp_path / "trace"))
+    assert isinstance(inc.proc, TracedProcess)
+    return inc, inc.proc
+
+
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_a_hung_traced_agent_at_the_deadline_is_killed_and_strace_reaped(tmp_path: Path) -> None:
+    inc, traced = traced_hanger(tmp_path)
+    with inc:
+        agent = inc.pid
+        assert agent != traced.tracer.pid  # the agent, in a group of its own, not strace
+        with pytest.raises(IncarnationTimeout):
+            inc.next_event(time.monotonic() + 0.5)
+        inc.kill()
+        assert traced.tracer.returncode is not None  # strace reaped
+        assert gone(agent)
+    assert (tmp_path / "trace").exists()
+
+
+def test_an_interrupt_kills_a_traced_agent_and_reaps_strace(tmp_path: Path) -> None:
+    inc, traced = traced_hanger(tmp_path)
+    with inc:
+        agent = inc.pid
+        assert kill_all() >= 1  # what SIGINT and SIGTERM do to every live incarnation
+        assert traced.tracer.returncode is not None
+        assert gone(agent)
