@@ -11,7 +11,7 @@ from typing import Any
 
 from crashmatrix.agent import inbox, probe
 from crashmatrix.agent.lock import SessionLocked
-from crashmatrix.agent.log import LogCorrupt, read_commits
+from crashmatrix.agent.log import LogCorrupt, StorageFailed, read_commits
 from crashmatrix.agent.loop import Agent, AgentConfig
 from crashmatrix.agent.provider import ProviderClient, ProviderConfig
 from crashmatrix.agent.records import Outcome, Replay
@@ -23,6 +23,9 @@ EXIT_OK = 0
 EXIT_RUN_FAILED = 1
 EXIT_USAGE = 2
 EXIT_SESSION = 3
+# Writing or syncing a commit failed (EIO, ENOSPC): the agent stopped; `recover` once the disk is
+# healthy again.
+EXIT_STORAGE = 4
 
 # Settings a session remembers, so `recover` needs no flags after `run`.
 _REMEMBERED = ("workspace", "provider_url", "model", "bash_env")
@@ -266,6 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     except (SessionLocked, LogCorrupt, RecoveryError, SessionDamaged) as exc:
         print(f"durable-agent: error: {exc}", file=sys.stderr)
         return EXIT_SESSION
+    except StorageFailed as exc:
+        print(f"durable-agent: error: storage failed: {exc.strerror}; stopped (run `recover` once "
+              "the disk is healthy)", file=sys.stderr)
+        return EXIT_STORAGE
     except OSError as exc:
         # Every file the agent itself opens is the session store's (tools turn their own OS
         # errors into results; the provider client turns its into provider errors): a directory

@@ -9,6 +9,7 @@ included, is refused with the line number, because dropping it would lose acknow
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import zlib
@@ -20,6 +21,20 @@ from crashmatrix.agent.probe import ProbeKind, probe
 from crashmatrix.agent.records import Entry, commit_label
 
 _CRC_SUFFIX_LEN = len(',"crc":"00000000"}')
+
+
+class StorageFailed(OSError):
+    """Writing or syncing a commit failed: the commit is not saved, and what the disk holds of it
+    is unknown. After a failed fsync the kernel may have dropped the unsynced pages (marked clean),
+    so a retried fsync can succeed with the data gone (PostgreSQL's fsync lesson): the log refuses
+    every later commit, and the agent stops; a later `recover` re-reads the log from disk."""
+
+    def __init__(self, path: Path, op: str, cause: OSError) -> None:
+        name = errno.errorcode.get(cause.errno or 0, str(cause.errno))
+        super().__init__(cause.errno, f"{op} of {path} failed: {name} ({cause.strerror or cause}); "
+                         "the commit was not saved")
+        self.path = path
+        self.op = op
 
 
 class LogCorrupt(RuntimeError):
@@ -133,6 +148,7 @@ class SessionLog:
         self.commits: list[Commit] = []
         self.repair: TailRepair | None = None
         self._fd: int | None = None
+        self.failed: StorageFailed | None = None  # set for good by a failed write or sync
 
     def open(self) -> None:
         created = not self.path.exists()
@@ -162,20 +178,37 @@ class SessionLog:
     def commit(self, entries: list[Entry]) -> int:
         """Append one commit atomically; durable (unless fsync is off) when this returns."""
         assert self._fd is not None, "log not open"
+        if self.failed is not None:  # never write on top of a commit whose fate is unknown
+            raise self.failed
         seq = self.next_seq
         label = commit_label(entries)
         probe(ProbeKind.COMMIT_BEFORE, label, seq=seq)
         data = encode_commit(seq, entries)
         view = memoryview(data)
-        while view:
-            written = os.write(self._fd, view)
-            view = view[written:]
+        try:
+            while view:  # a short write is not an error: write the rest
+                written = os.write(self._fd, view)
+                view = view[written:]
+        except OSError as exc:
+            raise self._failing("write", exc) from exc
         probe(ProbeKind.COMMIT_WRITTEN, label, seq=seq)
         if self.fsync:
-            os.fsync(self._fd)
+            try:
+                sync_file(self._fd)
+            except OSError as exc:
+                raise self._failing("fsync", exc) from exc
         self.commits.append(Commit(seq, entries))
         probe(ProbeKind.COMMIT_AFTER, label, seq=seq)
         return seq
+
+    def _failing(self, op: str, exc: OSError) -> StorageFailed:
+        self.failed = StorageFailed(self.path, op, exc)
+        return self.failed
+
+
+def sync_file(fd: int) -> None:
+    """fsync a commit's file (a function of its own: the `ignores-failed-sync` mutant wraps it)."""
+    os.fsync(fd)
 
 
 def make_dir(path: Path, *, fsync: bool) -> None:

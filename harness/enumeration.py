@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crashmatrix.harness.faults.interface import FaultKind
+from crashmatrix.harness.faults.interface import FaultKind, injecting
 from crashmatrix.harness.records.case import Case, CrashStep
 
 
@@ -18,9 +18,17 @@ def steps_from_trace(points: list[str], faults: Sequence[FaultKind]) -> list[Cra
     return steps
 
 
+def injected_steps(points: list[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
+    """The system calls of a recorded first incarnation each injecting fault makes fail."""
+    return [step for f in faults if (inject := injecting(f)) is not None for step in inject.steps(points)]
+
+
 def single_crash_cases(scenario: str, first_incarnation: list[str],
                        faults: Sequence[FaultKind]) -> list[Case]:
-    return [Case(scenario, (step,)) for step in steps_from_trace(first_incarnation, faults)]
+    """A case at every crash point of the recording, then one per injected call (those count the
+    first incarnation's calls, so they are never steps of a deeper schedule: `extensions`)."""
+    steps = steps_from_trace(first_incarnation, faults) + injected_steps(first_incarnation, faults)
+    return [Case(scenario, (step,)) for step in steps]
 
 
 def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind]) -> list[Case]:

@@ -51,6 +51,9 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
             if inc.crashed_at == e.n:
                 lines.append("        XX SIGKILL here" + (" (observed by strace)" if inc.observed else ""))
                 lines += [f"        XX {note}" for note in inc.fault_notes]
+        if inc.injected:  # a storage call strace made fail; the agent was to stop on its own
+            lines.append(f"   XX failed by strace: {inc.injected}")
+            lines += [f"   XX {note}" for note in inc.fault_notes]
         if inc.nondeterministic:
             lines.append(f"   !! nondeterministic: {inc.nondeterministic}")
         if inc.runaway is not None:
@@ -62,14 +65,7 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
             lines.append(f"   exit code {inc.exit_code}")
     lines.append("-- store")
     for m in obs.transcript.messages:
-        mark = f" [{m.recovered}]" if m.recovered else ""
-        if m.calls:
-            body = "; ".join(f"{c.call_id} {c.tool}({_short(c.raw_args, 50)})" for c in m.calls)
-        elif m.role == "tool":
-            body = f"{m.call_id}: {_short(m.content, 60)}"
-        else:
-            body = _short(m.content, 70)
-        lines.append(f"   commit {m.seq:3d} {m.role}{mark}: {body}")
+        lines.append(f"   commit {m.seq:3d} {m.line(_short)}")
     for r in obs.transcript.runs:
         lines.append(f"   run {r.run_id} ({r.intent}) -> {r.outcome or 'OPEN'}"
                      + (f" ({r.reason})" if r.reason else ""))

@@ -216,8 +216,9 @@ def _need_tracer(selected: tuple[str, ...]) -> None:
 
 
 def _fsync(given: str | None, selected: tuple[str, ...] | None) -> bool:
-    """--fsync as given; else on when a selected fault models a power loss (which keeps only what
-    was synced: the agent must be asked to sync to be judged on it), off otherwise."""
+    """--fsync as given; else on when a selected fault observes file-system calls (a power loss
+    keeps only what was synced, a failed sync needs a sync: the agent must be asked to sync to
+    be judged on it), off otherwise."""
     if given is not None:
         return given == "on"
     return selected is not None and observing(f for f in FAULTS.all() if f.name in selected)

@@ -19,6 +19,7 @@ import os
 import stat
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,15 +79,16 @@ class TracedSpawner:
 
     mode = SpawnMode.FRESH
 
-    def __init__(self, trace: Path) -> None:
+    def __init__(self, trace: Path, extra: Sequence[str] = ()) -> None:
         self.trace = trace
+        self.extra = list(extra)  # more strace options: a call to inject (`fs_inject.inject_args`)
         self.strace = strace_path()
 
     def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
         env = {**launch.env, **probe_env(*probe_fds)}
         out = launch.output.open("ab") if launch.output else None
-        argv = [*strace_argv(self.strace, self.trace), "--", "setpriv", "--pdeathsig", "KILL", "--",
-                "setsid", *launch.program, *launch.args]
+        argv = [*strace_argv(self.strace, self.trace), *self.extra, "--", "setpriv", "--pdeathsig",
+                "KILL", "--", "setsid", *launch.program, *launch.args]
         try:
             tracer = subprocess.Popen(
                 argv, env=env, cwd=launch.cwd, stdin=subprocess.DEVNULL,

@@ -21,15 +21,23 @@ from typing import Any, Protocol
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
+from crashmatrix.harness.execution.fs_inject import inject_args, injected
 from crashmatrix.harness.execution.fs_trace import parse_file
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationRunaway, IncarnationTimeout
 from crashmatrix.harness.execution.intruder import FrozenIncarnation
 from crashmatrix.harness.execution.observed import ObservedKill, TracedSpawner, image_of
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.execution.workspace_files import snapshot
-from crashmatrix.harness.faults.interface import AtCrash, FaultKind, at_crash_of, observes_of
+from crashmatrix.harness.faults.interface import (
+    AtCrash,
+    FaultKind,
+    InjectingFault,
+    at_crash_of,
+    injecting,
+    observes_of,
+)
 from crashmatrix.harness.faults.registry import fault_named
-from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.observation import (
     Delivery,
     IncarnationRecord,
@@ -39,6 +47,7 @@ from crashmatrix.harness.records.observation import (
 )
 from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT_S
 from crashmatrix.harness.records.transcript import Transcript
+from crashmatrix.harness.records.tree_image import TreeImage
 from crashmatrix.scenarios.model import Scenario
 
 # Permits granted at a time to an incarnation that is to run to its end.
@@ -242,7 +251,17 @@ class CaseRunner:
         observing = crash_fault is not None and observes_of(crash_fault)
         spawner, trace = self.config.spawner, case_dir / f"inc{record.index}.strace"
         before = image_of(spec.session) if observing else None
-        if observing:
+        # An injecting fault's step names a system call, not a probe event: nothing is crashed at
+        # an event, the call fails, the incarnation runs to its end.
+        inject = injecting(crash_fault) if crash_fault is not None else None
+        injected_step = None
+        if inject is not None and step is not None:
+            # strace matches -P against resolved paths (fds are shown by theirs): resolve it too.
+            target = Path(os.path.realpath(spec.session / step.label))
+            extra = inject_args(target, step.kind, inject.how, step.n)
+            spawner, cover, record.observed = TracedSpawner(trace, extra), None, True
+            injected_step, step = step, None
+        elif observing:
             spawner, cover, record.observed = TracedSpawner(trace), None, True
         launch = Launch(program=adapter.program, entry=adapter.python.entry if adapter.python else None,
                         args=args, cwd=case_dir, env=env,
@@ -292,6 +311,9 @@ class CaseRunner:
                             f"incarnation {record.index} ended after {len(record.events)} events, "
                             f"before the recorded crash point {step.n}:{step.point}")
                     record.exit_code = inc.wait(deadline)
+                    if inject is not None and injected_step is not None and before is not None:
+                        # strace has exited (it was waited for): its trace is whole
+                        self._injected(inject, injected_step, record, spec, trace, before)
             except IncarnationTimeout:
                 record.timed_out = True
                 inc.kill()
@@ -299,6 +321,23 @@ class CaseRunner:
                 record.runaway = exc.events
                 inc.kill()
         record.duration_ms = (time.monotonic() - started) * 1000
+
+    def _injected(self, fault: InjectingFault, step: CrashStep, record: IncarnationRecord,
+                  spec: LaunchSpec, trace: Path, before: TreeImage) -> None:
+        """After an injected incarnation ended: check its call came (else the case proves nothing),
+        then let the fault act on what it left."""
+        with trace.open(encoding="utf-8", errors="surrogateescape") as f:
+            came = injected(f)
+        if not came:
+            record.nondeterministic = (
+                f"incarnation {record.index} never made call {step.n} of {step.kind} on {step.label} "
+                f"that {fault.name} was to fail (the recording promised it)")
+            return
+        record.injected = f"{step.kind} {step.n} of {step.label}: {fault.how}"
+        record.must_stop = fault.must_stop
+        observed = ObservedKill(self.config.adapter, spec, parse_file(trace), before, self.config.fsync)
+        fault.apply_observed(observed)
+        record.fault_notes = observed.notes
 
     def _env(self) -> dict[str, str]:
         if self._base_env is None:

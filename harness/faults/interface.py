@@ -12,6 +12,12 @@ runner does what the fault's `at_crash` says, one of a closed set (`AtCrash`):
   runner sends SIGCONT and the incarnation runs to its end. The runner SIGCONTs or SIGKILLs a
   frozen agent on every path (an error in `while_frozen`, the case deadline, an interrupt).
 
+- `INJECT`: no probe event is its crash point: the step's `n:kind:label` is the `n`-th `kind`
+  system call on the session file `label` (`03:fsync:session.jsonl`), which strace makes fail
+  (`how`: `error=EIO`); the incarnation, observed, runs to its end, and `apply_observed` then
+  acts on what it left (a failed sync's writes never reached the disk). Its steps come from the
+  recording's probe events through `steps` (one commit, one write and one sync of the log).
+
 A KILL fault may also *observe* (`observes`): the runner then starts the incarnation it crashes
 as a fresh process under a system-call tracer (strace), after taking an image of the session
 directory, and once the incarnation is dead (and the tracer has exited) hands the fault, instead
@@ -28,9 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, cast
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+from crashmatrix.harness.records.case import CrashStep
 from crashmatrix.harness.records.fs_calls import FsCall
 from crashmatrix.harness.records.tree_image import TreeImage
 
@@ -40,6 +47,7 @@ class AtCrash(StrEnum):
 
     KILL = "kill"  # SIGKILL; `apply` then acts on what the dead agent left
     FREEZE = "freeze"  # SIGSTOP; `while_frozen` acts; SIGCONT, and it runs to its end
+    INJECT = "inject"  # a system call made to fail; it runs to its end; `apply_observed` acts
 
 
 class Frozen(Protocol):
@@ -118,6 +126,25 @@ class FaultKind(Protocol):
         """An observing KILL fault: act on the case tree once the incarnation is dead, knowing
         what it did to its files (called instead of `apply`)."""
         ...
+
+
+class InjectingFault(FaultKind, Protocol):
+    """An INJECT fault: how strace makes its call fail, and where its steps are."""
+
+    how: str  # strace's inject action: `error=EIO`, `error=ENOSPC`, `retval=0`
+    must_stop: bool  # an error the agent must stop at (a short write it must complete instead)
+    anchor: str  # the probe event kind each of its calls follows (`commit.written` for a sync)
+
+    def steps(self, points: Sequence[str]) -> list[CrashStep]:
+        """Its steps, from the recorded first incarnation's `kind:label` points. Pure."""
+        ...
+
+
+def injecting(fault: FaultKind) -> InjectingFault | None:
+    """The fault as an INJECT fault, or None."""
+    if at_crash_of(fault) is not AtCrash.INJECT:
+        return None
+    return cast(InjectingFault, fault)
 
 
 def at_crash_of(fault: FaultKind) -> AtCrash:

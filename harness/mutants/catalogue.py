@@ -36,6 +36,7 @@ class MutantName(StrEnum):
     RETRY_RESET = "retry-reset"
     RECOVER_NO_LOCK = "recover-no-lock"
     NEVER_SYNCS = "never-syncs"
+    IGNORES_FAILED_SYNC = "ignores-failed-sync"
     MESSAGES_ONLY = "messages-only"
 
 
@@ -136,6 +137,11 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "cache: a process crash keeps it, a power loss (or a kernel panic) takes it, and the "
        "agent forgets work it reported saved and effects it recorded.",
        G.never_syncs, "changelog-fast", faults=("power",)),
+    _m(N.IGNORES_FAILED_SYNC,
+       "The session log takes a failed fsync (EIO) as success and runs on, though the kernel may "
+       "have dropped the unsynced pages: it acknowledges a commit the disk never got and acts on "
+       "it (PostgreSQL's fsync lesson).",
+       G.ignores_failed_sync, "changelog-fast", faults=("eio-fsync",)),
     _m(N.MESSAGES_ONLY,
        "A framework that persists the message history but has no recovery rules re-runs whatever "
        "has no result and resumes whatever is open.",

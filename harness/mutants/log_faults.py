@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 
+from crashmatrix.agent import log as log_module
 from crashmatrix.agent.log import SessionLog
 from crashmatrix.agent.records import EntryType
 from crashmatrix.harness.mutants.patching import Patcher
@@ -20,6 +22,18 @@ def never_syncs(p: Patcher) -> None:
         build(self, path, fsync=False)
 
     p.replace(SessionLog, "__init__", init)
+
+
+def ignores_failed_sync(p: Patcher) -> None:
+    sync: Callable[[int], None] = log_module.sync_file
+
+    def sync_or_shrug(fd: int) -> None:
+        # The fault: a failed fsync is taken as a slow disk's hiccup; the commit is
+        # acknowledged and the agent runs on, though its bytes may never reach the disk.
+        with contextlib.suppress(OSError):
+            sync(fd)
+
+    p.replace(log_module, "sync_file", sync_or_shrug)
 
 
 def repair_drops_one_more(p: Patcher) -> None:

@@ -100,6 +100,7 @@ def _incarnation(inc: IncarnationRecord) -> dict[str, Any]:
         "requests_before": inc.requests_before,
         "commits_before": inc.commits_before,
         **({"fault_notes": [scrub(n) for n in inc.fault_notes]} if inc.fault_notes else {}),
+        **({"injected": inc.injected, "must_stop": inc.must_stop} if inc.injected else {}),
     }
 
 
@@ -191,16 +192,8 @@ def history(requests: list[dict[str, Any]], position: int) -> list[Any]:
 
 
 def _entry(m: Message) -> str:
-    """One store message in a line, as `repro` prints it."""
-    mark = f" [{m.recovered}]" if m.recovered else ""
-    if m.calls:
-        body = "; ".join(f"{c.call_id} {c.tool}({c.raw_args})" for c in m.calls)
-    elif m.role == "tool":
-        body = f"{m.call_id}: {m.content or ''}"
-    else:
-        body = m.content or ""
-    error = " (error)" if m.is_error else ""
-    return scrub(f"{m.role}{mark}{error}: {body}")
+    """One store message in a line, as `repro` prints it (unclipped: the report clips)."""
+    return scrub(m.line())
 
 
 def _intruder_commits(x: Intrusion) -> list[int]:

@@ -39,6 +39,18 @@ class IncarnationRecord:
     # to the files it left, a line each (`session/session.jsonl: cut back to 512 of 690 bytes`).
     observed: bool = False
     fault_notes: list[str] = field(default_factory=list)
+    # The system call an injecting fault made fail in this incarnation (`fsync 3 of
+    # session.jsonl: error=EIO`); it was not killed: it was to stop on its own.
+    injected: str | None = None
+    # The injected call was an error (EIO, ENOSPC): the incarnation must stop, exiting nonzero. A
+    # short write is no error: the agent writes the rest and goes on.
+    must_stop: bool = False
+
+    @property
+    def interrupted(self) -> bool:
+        """Stopped by the schedule's fault: killed, or failed a storage call (after which it must
+        stop on its own). What it had not saved by then, recovery owes, as after a kill."""
+        return self.crashed_at is not None or self.injected is not None
 
 
 @dataclass(frozen=True)

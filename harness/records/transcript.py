@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -41,6 +42,20 @@ class Message:
     is_error: bool = False
     recovered: str | None = None  # rerun | unknown
     terminate: bool = False
+
+    def line(self, shorten: Callable[[str, int], str] = lambda text, width: text) -> str:
+        """The message in one line, as `repro` and the reports show the store: role, recovery
+        mark, calls or result or text. `shorten(text, width)` clips each part (repro does; the
+        evidence keeps the whole)."""
+        mark = f" [{self.recovered}]" if self.recovered else ""
+        if self.calls:
+            body = "; ".join(f"{c.call_id} {c.tool}({shorten(c.raw_args, 50)})" for c in self.calls)
+        elif self.role == "tool":
+            body = f"{self.call_id}: {shorten(self.content or '', 60)}"
+        else:
+            body = shorten(self.content or "", 70)
+        error = " (error)" if self.is_error else ""
+        return f"{self.role}{mark}{error}: {body}"
 
     def wire(self) -> dict[str, Any]:
         """The OpenAI chat form a correct agent must send for this message."""

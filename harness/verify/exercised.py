@@ -48,7 +48,7 @@ def _recovered_request(obs: Observation) -> bool:
     for inc in obs.incarnations:
         if crashed and any(e.kind == K.PROVIDER_BEFORE for e in inc.events):
             return True
-        crashed = crashed or inc.crashed_at is not None
+        crashed = crashed or inc.interrupted
     return False
 
 

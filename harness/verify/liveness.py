@@ -22,6 +22,13 @@ def check_liveness(obs: Observation, scenario: Scenario) -> list[Violation]:
             out.append(Violation(ID, (
                 f"inc{inc.index} ({inc.command}) hung: it neither reported an event nor exited "
                 "before the case's deadline"), {"incarnation": inc.index, "events": len(inc.events)}))
+        elif inc.must_stop and inc.exit_code == 0:
+            out.append(Violation(ID, (
+                f"inc{inc.index} ({inc.command}) was failed a storage call ({inc.injected}) and "
+                "exited 0: it carried on as if its commit were saved; an agent must stop with an "
+                "error"), {"incarnation": inc.index, "exit_code": 0, "injected": inc.injected}))
+        elif inc.must_stop:
+            pass  # it stopped, as it must: any error exit is its documented storage failure
         elif inc.crashed_at is None and inc.exit_code is not None and inc.exit_code not in NORMAL_EXITS:
             out.append(Violation(ID, (
                 f"inc{inc.index} ({inc.command}) exited with code {inc.exit_code}; an agent that was "

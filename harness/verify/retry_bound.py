@@ -83,8 +83,8 @@ def _failures_per_step(obs: Observation, limit: int) -> list[Violation]:
     lost: dict[str, int] = {}
     for inc in obs.incarnations:
         sent = trace.requests_of(inc.index)
-        if inc.crashed_at is not None and sent and retryable(sent[-1]):
-            # Killed after its last request failed: its record may not have been written.
+        if inc.interrupted and sent and retryable(sent[-1]):
+            # Killed (or its commit failed) after its last request failed: its record may be lost.
             key = _key(sent[-1].messages)
             lost[key] = lost.get(key, 0) + 1
     out: list[Violation] = []

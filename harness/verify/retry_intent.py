@@ -40,8 +40,8 @@ def _unrecorded_errors(trace: Trace, inc: IncarnationRecord, intent: set[int]) -
         window = rest[: rest.index(following)] if following is not None else rest
         if any(x.kind in (K.COMMIT_WRITTEN, K.COMMIT_AFTER) and x.seq in intent for x in window):
             continue
-        if following is None and inc.crashed_at is not None:
-            continue  # killed before it could record anything: recovery owes the retry
+        if following is None and inc.interrupted:
+            continue  # killed (or its commit failed) before it could record it: recovery owes the retry
         then = (f"was followed by {following.text}" if following is not None
                 else f"inc{inc.index} ended")
         out.append(Violation(ID, (
@@ -56,7 +56,7 @@ def _uncounted_faults(trace: Trace, inc: IncarnationRecord, intent: set[int]) ->
     """From the fake's log: each failed request the agent lived past needs its own record."""
     requests = trace.requests_of(inc.index)
     failed = [r for r in requests if r.status != OK_STATUS]
-    if inc.crashed_at is not None and requests and requests[-1].status != OK_STATUS:
+    if inc.interrupted and requests and requests[-1].status != OK_STATUS:
         failed.pop()  # the kill may have come before the agent could record the last one
     recorded = sorted(s for s in intent if trace.owner(s) == inc.index)
     if len(failed) <= len(recorded):
@@ -72,7 +72,7 @@ def _owed_retry(t: Transcript, trace: Trace, inc: IncarnationRecord) -> list[Vio
     """A retry_pending still unresolved when a recovery starts must lead to a request."""
     before = inc.commits_before
     pending = [r for r in t.of_kind("retry_pending") if r.seq <= before]
-    if not pending or inc.crashed_at is not None:
+    if not pending or inc.interrupted:
         return []
     last = pending[-1]
     if any(last.seq < m.seq <= before for m in t.messages):

@@ -115,7 +115,7 @@ class Trace:
 
     @property
     def crashes(self) -> int:
-        return sum(1 for i in self.obs.incarnations if i.crashed_at is not None)
+        return sum(1 for i in self.obs.incarnations if i.interrupted)
 
     @property
     def last(self) -> IncarnationRecord | None:

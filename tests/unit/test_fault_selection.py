@@ -53,7 +53,8 @@ def test_a_fault_kind_written_before_the_members_neither_observes_nor_leaves_the
 def test_a_selection_names_an_unknown_fault_and_one_the_agent_cannot_take() -> None:
     assert check_selection(("power",), DURABLE) == []
     assert check_selection(("powr", "power"), BASELINE) == [
-        "--fault powr: unknown fault (known: kill, power, power-keep1, second, torn)",
+        "--fault powr: unknown fault (known: eio-fsync, enospc-write, kill, power, power-keep1, second, "
+        "short-write, torn)",
         "--fault power: needs file-store, which agent 'messages-only' does not declare"]
 
 
