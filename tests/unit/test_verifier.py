@@ -299,3 +299,19 @@ def test_without_a_store_an_api_pairing_refusal_is_still_pairing() -> None:
     b.request(status=400)
     violated = judge(_without_store(b.build()), changelog_scenario()).violations
     assert InvariantId.PAIRING in ids(violated)
+
+
+def test_a_result_the_model_was_shown_and_the_store_then_lost_is_a_continuation_violation() -> None:
+    """Issue 16's "a result the model was shown is never lost": an agent that sends a result
+    before it is durable, and loses it to a power loss, shows the model history the store no
+    longer holds; every later request must be a prefix of the final store, so `continuation`
+    names the request and the result."""
+    obs = changelog_baseline()
+    shown = next(m for r in obs.requests for m in r.messages if m.get("role") == "tool")
+    kept = [m for m in obs.transcript.messages
+            if m.wire() != shown]
+    assert len(kept) == len(obs.transcript.messages) - 1, "the builder stores each result once"
+    lost = dataclasses.replace(obs, transcript=dataclasses.replace(obs.transcript, messages=kept))
+    violations = [v for v in verify(lost, changelog_scenario()) if v.invariant is InvariantId.CONTINUATION]
+    assert violations, "a shown result the store lost must not pass"
+    assert violations[0].evidence["sent"] == shown
