@@ -31,7 +31,11 @@ def end_of(inc: dict[str, Any]) -> str:
         return f'<span class="kill">killed (SIGKILL) at event {e(inc["crashed_at"])}</span>'
     if inc.get("timed_out"):
         return "timed out (killed)"
-    return f"exit code {e(inc.get('exit_code'))}"
+    ended = f"exit code {e(inc.get('exit_code'))}"
+    if inc.get("injected"):  # a storage call strace made fail (or come up short); it ran on
+        ended = (f'<span class="kill">failed by strace: {e(inc["injected"])}</span>'
+                 f"{' (it must stop on its own)' if inc.get('must_stop') else ''}; {ended}")
+    return ended
 
 
 class Doubles:

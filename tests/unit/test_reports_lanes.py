@@ -1,0 +1,21 @@
+"""How a lane says an incarnation ended: killed, frozen, timed out, or failed by an injected call."""
+
+from __future__ import annotations
+
+from crashmatrix.reports.html_lanes import end_of
+
+
+def test_an_incarnation_failed_by_strace_says_so_and_how_it_ended() -> None:
+    text = end_of({"index": 1, "injected": "fsync(session.jsonl) = -1 EIO <x>", "must_stop": True,
+                   "exit_code": 4})
+    assert "failed by strace: fsync(session.jsonl) = -1 EIO &lt;x&gt;" in text  # escaped
+    assert "it must stop on its own" in text
+    assert text.endswith("exit code 4")
+    short = end_of({"index": 1, "injected": "write(session.jsonl) = 0", "must_stop": False, "exit_code": 0})
+    assert "must stop" not in short
+    assert "failed by strace" in short
+
+
+def test_a_plain_exit_and_a_kill_are_unchanged() -> None:
+    assert end_of({"index": 2, "exit_code": 0}) == "exit code 0"
+    assert "killed (SIGKILL) at event 7" in end_of({"index": 1, "crashed_at": 7})
