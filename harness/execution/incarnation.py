@@ -35,6 +35,9 @@ class IncarnationRunaway(Exception):
         self.bound = bound
 
 
+# Rounds of stop-then-read before a kill (each round finds what forked in the one before).
+STOP_ROUNDS = 8
+
 _live: set[Incarnation] = set()
 _live_lock = threading.Lock()
 
@@ -79,6 +82,28 @@ def _descendants(pid: int) -> list[psutil.Process]:
                     found.append(psutil.Process(kid))
                 stack.append(kid)
     return found
+
+
+def _stopped_tree(pid: int) -> list[psutil.Process]:
+    """The process tree under `pid`, each stopped (SIGSTOP) before the tree is read again.
+
+    A tree read once can miss a process forked just after the read (a tool's shell starting its
+    command as the deadline hits, on a loaded machine): that one would outlive the kill. A
+    stopped process forks nothing, so reading until no new process appears finds them all; the
+    agent's own group is stopped first. SIGKILL ends stopped processes as well.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGSTOP)
+    found: dict[int, psutil.Process] = {}
+    for _ in range(STOP_ROUNDS):
+        new = [p for p in _descendants(pid) if p.pid not in found]
+        if not new:
+            break
+        for p in new:
+            with contextlib.suppress(psutil.Error):
+                p.suspend()
+            found[p.pid] = p
+    return list(found.values())
 
 
 class Incarnation:
@@ -211,7 +236,7 @@ class Incarnation:
         """SIGKILL the agent's process group and every descendant, then reap the child (a stopped
         process dies of SIGKILL too)."""
         self._frozen = False
-        descendants = _descendants(self.pid)
+        descendants = _stopped_tree(self.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
         for d in descendants:  # a descendant that left the group is still ours to end
