@@ -25,6 +25,8 @@ import stat
 import tempfile
 from pathlib import Path
 
+from crashmatrix.harness.records.evidence import SCRATCH_TREE_NAME
+
 RAM_CANDIDATES = (Path("/dev/shm"),)
 MIN_FREE_BYTES = 256 << 20  # a matrix holds at most --jobs cases at once; keep a wide margin
 
@@ -49,7 +51,7 @@ def scratch_parent(environ: dict[str, str] | None = None) -> str | None:
 
 # PREFIX PID-RANDOM, as ScratchDir names them; PREFIX is crashmatrix-, perhaps with one word more
 # (crashmatrix-explore-). tempfile's random part has no dash, so no other name of ours matches.
-_TREE = re.compile(r"crashmatrix-(?:[a-z]+-)?(?P<pid>[1-9][0-9]*)-[a-z0-9_]{8}")
+_TREE = re.compile(SCRATCH_TREE_NAME)
 # Written into every tree at creation: a name can be anyone's (a user's `crashmatrix-2024-results`
 # matches the pattern), the marker is ours alone, so a sweep never removes a tree without it.
 MARKER = ".crashmatrix-scratch"

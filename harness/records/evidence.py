@@ -20,11 +20,14 @@ MAX_REQUESTS_HEAD, MAX_REQUESTS_TAIL = 20, 10
 MAX_COMMITS_HEAD, MAX_COMMITS_TAIL = 150, 50
 MAX_FILES = 50
 
-# A case's scratch tree, as harness/execution/scratch.py names it (PREFIX-PID-RANDOM), with
-# whatever directories lead to it: the pid and the random part differ from run to run, and the
-# absolute path is the machine's, so it is replaced by a fixed word wherever it shows up (a tool's
-# error message, an event detail). Records may not import execution, hence the pattern twice.
-_SCRATCH = re.compile(r"(?:/[^/\s'\"`]+)*/crashmatrix-(?:[a-z]+-)?[1-9][0-9]*-[a-z0-9_]{8}")
+# The name of a scratch tree (PREFIX-PID-RANDOM). Declared here, in the bottom layer, so that
+# harness/execution/scratch.py, which makes and sweeps the trees, and the scrubbing below read
+# one pattern.
+SCRATCH_TREE_NAME = r"crashmatrix-(?:[a-z]+-)?(?P<pid>[1-9][0-9]*)-[a-z0-9_]{8}"
+# A case's scratch tree with whatever directories lead to it: the pid and the random part differ
+# from run to run, and the absolute path is the machine's, so it is replaced by a fixed word
+# wherever it shows up (a tool's error message, an event detail).
+_SCRATCH = re.compile(r"(?:/[^/\s'\"`]+)*/" + SCRATCH_TREE_NAME)
 SCRATCH = "$SCRATCH"
 # Durations in tool output (pytest's "1 passed in 0.03s") differ between two runs of one case;
 # the record of a case must not, or `--jobs` and shards would change results.
