@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crashmatrix.harness.faults.interface import FaultKind, injecting
+from crashmatrix.harness.faults.interface import FaultKind, at_store_calls_of, injecting
 from crashmatrix.harness.records.case import Case, CrashStep
 
 
@@ -29,6 +29,21 @@ def single_crash_cases(scenario: str, first_incarnation: list[str],
     first incarnation's calls, so they are never steps of a deeper schedule: `extensions`)."""
     steps = steps_from_trace(first_incarnation, faults) + injected_steps(first_incarnation, faults)
     return [Case(scenario, (step,)) for step in steps]
+
+
+def blackbox_cases(scenario: str, store_calls: list[str], faults: Sequence[FaultKind]) -> list[Case]:
+    """Black-box mode: a case at each store call of the recorded first incarnation (`syscall:file`,
+    in the order they were made), for each fault that can act there; the step counts that
+    syscall's calls on that file (`b03:fsync:session.jsonl`: the third fsync of the log), which
+    is what strace's injection counts, so a case needs no recording to be run again."""
+    seen: dict[str, int] = {}
+    cases = []
+    for point in store_calls:
+        syscall, _, file = point.partition(":")
+        seen[point] = seen.get(point, 0) + 1
+        cases += [Case(scenario, (CrashStep(seen[point], syscall, file, f.name, blackbox=True),))
+                  for f in faults if at_store_calls_of(f)]
+    return cases
 
 
 def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind]) -> list[Case]:

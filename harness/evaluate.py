@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shlex
 
+from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.evidence import evidence, scrubbed
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.results import (
@@ -25,7 +26,8 @@ from crashmatrix.scenarios.model import Scenario
 
 def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_AGENT,
                   max_events: int | None = None, *, fsync: bool = False,
-                  timeout_s: float | None = None, fsync_default: bool = False) -> str:
+                  timeout_s: float | None = None, fsync_default: bool = False,
+                  blackbox: bool = False) -> str:
     """The one-line command that re-runs a case, naming every option that changes its verdict
     and is not the default: the agent, fsync, and the bounds a case hit (`max_events`: the step
     bound it was killed at; `timeout_s`: the deadline it ran out). `scenario_dirs` as the command
@@ -41,6 +43,8 @@ def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_A
         extra += f" --fsync {'on' if fsync else 'off'}"
     if timeout_s is not None and timeout_s != DEFAULT_TIMEOUT_S:
         extra += f" --timeout {timeout_s:g}"
+    if blackbox and not Case.parse(case_id).blackbox:  # a black-box step's id says so itself
+        extra += " --black-box"
     return f"crashmatrix repro {shlex.quote(case_id)}{extra}"
 
 
@@ -90,6 +94,7 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         branches=branches,
         trace=[[e.point for e in inc.events] for inc in obs.incarnations],
         crashed_at=[inc.crashed_at for inc in obs.incarnations],
+        store_calls=[inc.store_calls for inc in obs.incarnations] if not obs.probes else [],
         exit_codes=[inc.exit_code for inc in obs.incarnations],
         requests=len(obs.requests),
         commits=obs.transcript.commits,
@@ -101,7 +106,8 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
             (inc.runaway - 1 for inc in obs.incarnations if inc.runaway is not None), None),
             # The deadline only where it decided something: a case that ran out of it.
             fsync=fsync, timeout_s=timeout_s if any(i.timed_out for i in obs.incarnations) else None,
-            fsync_default=observed),
+            # On by default for a power loss (`observed`) and in black-box mode (syncs are points).
+            fsync_default=observed or not obs.probes, blackbox=not obs.probes),
         note=None if note is None else scrubbed(note),
         not_applicable=[n.to_json() for n in judgement.not_applicable] if judgement else [],
         exercised=[str(i) for i in judgement.exercised] if judgement else None,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import CaseResult, not_applicable
 from crashmatrix.harness.records.run_record import LineCoverageRecord
 from crashmatrix.reports import groups
@@ -22,10 +23,13 @@ class BranchFacts:
     declared: int
     unreached: tuple[str, ...]  # declared, never reached (declared order)
     undeclared: tuple[str, ...]  # reached, not declared: the agent's list is stale
+    # Why branches could not be seen at all (a black-box run: branches are probe events); None
+    # when they were measured.
+    unmeasured: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"reached": self.reached, "declared": self.declared, "unreached": list(self.unreached),
-                "undeclared": list(self.undeclared)}
+                "undeclared": list(self.undeclared), "unmeasured": self.unmeasured}
 
 
 @dataclass(frozen=True)
@@ -77,13 +81,19 @@ def faults_of(results: Iterable[CaseResult]) -> tuple[str, ...]:
     return tuple(sorted({f for r in results for f in groups.faults_of(r.case)}))
 
 
+BLIND = ("not measured: the agent ran without probes (--black-box), and recovery branches are "
+         "reported by probes")
+
+
 def branch_facts(results: Sequence[CaseResult], declared: Sequence[str]) -> BranchFacts:
     rows = branch_coverage(results, declared)
     listed = [c for c in rows if c.declared]
+    blind = any(r.store_calls or Case.parse(r.case).blackbox for r in results)
     return BranchFacts(
         reached=sum(1 for c in listed if c.status is BranchStatus.REACHED), declared=len(listed),
         unreached=tuple(c.branch for c in listed if c.status is BranchStatus.UNREACHED),
-        undeclared=tuple(c.branch for c in rows if c.status is BranchStatus.UNDECLARED))
+        undeclared=tuple(c.branch for c in rows if c.status is BranchStatus.UNDECLARED),
+        unmeasured=BLIND if blind else None)
 
 
 def run_facts(results: Sequence[CaseResult], registry: Sequence[str], declared: Sequence[str],

@@ -41,6 +41,8 @@ def index(results: Sequence[CaseResult], found: Sequence[FailureGroup]) -> list[
 def coverage_summary(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
     """One line near the top: how many declared branches were reached, which never were."""
     c = branch_facts(results, declared)
+    if c.unmeasured is not None:
+        return [f'<p id="coverage-summary">Recovery branches {e(c.unmeasured)}.</p>']
     text = f"Recovery branches: {c.reached} of {c.declared} declared reached"
     if c.unreached:
         text += "; <b>never reached</b>: " + ", ".join(f"<code>{e(b)}</code>" for b in c.unreached)

@@ -29,6 +29,8 @@ def end_of(inc: dict[str, Any]) -> str:
         return f"killed at event {e(inc['runaway'])}: over the step bound (a runaway)"
     if inc.get("crashed_at") is not None:
         return f'<span class="kill">killed (SIGKILL) at event {e(inc["crashed_at"])}</span>'
+    if inc.get("killed_at_call") is not None:  # black-box: no probe event, a system call
+        return f'<span class="kill">killed (SIGKILL) entering {e(inc["killed_at_call"])}</span>'
     if inc.get("timed_out"):
         return "timed out (killed)"
     ended = f"exit code {e(inc.get('exit_code'))}"

@@ -65,6 +65,8 @@ def _scenario_table(results: Sequence[CaseResult]) -> list[str]:
 
 def _coverage_table(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
     facts = branch_facts(results, declared)
+    if facts.unmeasured is not None:
+        return ["## Recovery-branch coverage", "", f"Recovery branches {facts.unmeasured}."]
     never = len(facts.unreached)
     head = (f"{facts.reached} of {facts.declared} declared recovery branches reached"
             + (f"; **{never} never reached**." if never else "."))

@@ -100,6 +100,8 @@ def _checked(facts: RunFacts) -> str:
 
 
 def _coverage(c: BranchFacts) -> str:
+    if c.unmeasured is not None:
+        return f"recovery branches {c.unmeasured}"
     if not c.declared and not c.undeclared:
         return "recovery branches: the agent declares none"
     text = f"recovery branches {c.reached}/{c.declared} reached"

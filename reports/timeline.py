@@ -51,6 +51,8 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
             if inc.crashed_at == e.n:
                 lines.append("        XX SIGKILL here" + (" (observed by strace)" if inc.observed else ""))
                 lines += [f"        XX {note}" for note in inc.fault_notes]
+        if inc.killed_at_call:  # black-box: killed entering a system call, no probe event to show
+            lines.append(f"   XX SIGKILL entering {inc.killed_at_call} (strace; no probes ran)")
         if inc.injected:  # a storage call strace made fail; the agent was to stop on its own
             lines.append(f"   XX failed by strace: {inc.injected}")
             lines += [f"   XX {note}" for note in inc.fault_notes]

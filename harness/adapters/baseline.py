@@ -22,8 +22,10 @@ class MessagesOnlyAdapter:
     program = python_program(MODULE)
     python: PythonEntry | None = PythonEntry(MODULE, f"{MODULE}:main", (MODULE,),
                                                      coverage_source=MODULE)
-    # No lock: a second process on its session is let in, and the matrix shows it.
-    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.CONCURRENT})
+    # No lock: a second process on its session is let in, and the matrix shows it. Its store is
+    # one file in the session directory: power loss and black-box crash points apply.
+    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.CONCURRENT,
+                              Capability.FILE_STORE})
 
     def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
         return ["run", *self._where(spec), task]

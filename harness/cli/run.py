@@ -20,7 +20,7 @@ import click
 from tabulate import tabulate
 
 from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.adapters.interface import Adapter
+from crashmatrix.harness.adapters.interface import Adapter, Capability
 from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
 from crashmatrix.harness.adapters.requirements import unmet
@@ -34,7 +34,7 @@ from crashmatrix.harness.cli.report import (
     report,
     say_completeness,
 )
-from crashmatrix.harness.enumeration import parse_shard, single_crash_cases
+from crashmatrix.harness.enumeration import blackbox_cases, parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path
 from crashmatrix.harness.execution.line_coverage import IMPORTS_DATA, combine_and_report
@@ -43,6 +43,7 @@ from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
+from crashmatrix.harness.faults.interface import at_store_calls_of
 from crashmatrix.harness.faults.registry import (
     FAULTS,
     check_faults,
@@ -140,7 +141,7 @@ def _adapter(name: str) -> Adapter:
 def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool, spawn: str = "fork",
                    work: Path | None = None, coverage_dir: Path | None = None,
                    resolved: Adapter | None = None,
-                   max_events: int = DEFAULT_MAX_EVENTS) -> Iterator[RunnerConfig]:
+                   max_events: int = DEFAULT_MAX_EVENTS, blackbox: bool = False) -> Iterator[RunnerConfig]:
     """`agent` as the user named it (recorded in results), or an adapter; `resolved`: the
     adapter a caller already resolved from that name (so it is looked up once)."""
     adapter = resolved or (_adapter(agent) if isinstance(agent, str) else agent)
@@ -159,7 +160,8 @@ def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool
                                keep=keep, spawner=spawner,
                                coverage_dir=coverage_dir,
                                coverage_source=python.measured if python else "",
-                               agent_ref=agent if isinstance(agent, str) else None)
+                               agent_ref=agent if isinstance(agent, str) else None,
+                               blackbox=blackbox)
     finally:
         spawner.close()
 
@@ -185,6 +187,11 @@ common_scenarios = [
                       "and `power-keep1` run only when named here, each case under strace)."),
     click.option("--spawn", type=click.Choice(["fork", "fresh"]), default="fork", show_default=True,
                  help="fork: incarnations fork from a pre-imported zygote; fresh: a new interpreter each."),
+    click.option("--black-box", "black_box", is_flag=True,
+                 help="Crash at the agent's writes and syncs of its store (seen by strace), not at "
+                      "probe events: the agent runs without probes. For any agent whose store is "
+                      "files in its session directory ('file-store'); fault: kill; one crash deep. "
+                      "(`repro` of a black-box case id needs no flag: `b03:` says so.)"),
 ]
 
 
@@ -215,13 +222,49 @@ def _need_tracer(selected: tuple[str, ...]) -> None:
             fail(str(exc), Exit.HARNESS)
 
 
-def _fsync(given: str | None, selected: tuple[str, ...] | None) -> bool:
+def _black_box_usable(adapter: Adapter, selected: tuple[str, ...] | None, depth: int) -> None:
+    """--black-box needs strace (exit 3), an agent whose store is files in its session directory,
+    a fault that can act at a store call, and depth 1 (exit 2 naming what is wrong)."""
+    if Capability.FILE_STORE not in adapter.capabilities:
+        fail(f"--black-box crashes an agent at its calls on the store files in its session directory; "
+             f"agent {adapter.name!r} does not declare 'file-store' (its store is elsewhere)")
+    if selected is not None:
+        unusable = [f.name for f in FAULTS.all() if f.name in selected and not at_store_calls_of(f)]
+        if unusable:
+            fail(f"--black-box: --fault {', '.join(unusable)} cannot act at a store call (black-box "
+                 "points take: " + ", ".join(f.name for f in FAULTS.all() if at_store_calls_of(f)) + ")")
+    if depth > 1:
+        fail("--black-box: --depth 1 only (a black-box matrix crashes the first incarnation once; "
+             "deeper black-box schedules are not built yet)")
+    try:
+        strace_path()
+    except TracerMissing as exc:
+        fail(f"--black-box: {exc}", Exit.HARNESS)
+
+
+def _black_box_scenarios(scenarios: list[Scenario], named: bool) -> list[Scenario]:
+    """The scenarios a black-box run can drive: one that delivers inputs or cancels does so at
+    probe events, which a black-box agent never reports. Named ones are refused (exit 2); of the
+    default set they are left out, said on stderr."""
+    timed = [s for s in scenarios if s.inputs or s.cancels]
+    if not timed:
+        return scenarios
+    names = ", ".join(s.name for s in timed)
+    if named:
+        fail(f"--black-box: scenario {names} delivers inputs or cancels at probe events, which an "
+             "agent without probes never reports; choose scenarios without them")
+    click.echo(f"crashmatrix: --black-box: left out {names}: they deliver inputs or cancels at probe "
+               "events, which an agent without probes never reports", err=True)
+    return [s for s in scenarios if s not in timed]
+
+
+def _fsync(given: str | None, selected: tuple[str, ...] | None, black_box: bool = False) -> bool:
     """--fsync as given; else on when a selected fault observes file-system calls (a power loss
     keeps only what was synced, a failed sync needs a sync: the agent must be asked to sync to
-    be judged on it), off otherwise."""
+    be judged on it) and in black-box mode (its syncs are crash points), off otherwise."""
     if given is not None:
         return given == "on"
-    return selected is not None and observing(f for f in FAULTS.all() if f.name in selected)
+    return black_box or (selected is not None and observing(f for f in FAULTS.all() if f.name in selected))
 
 
 @dataclass
@@ -321,7 +364,8 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
 def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
         fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, depth: int, jobs: int,
         shard: str | None, out: str, as_json: bool, keep: bool,
-        require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool) -> None:
+        require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool,
+        black_box: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
         shard_spec = parse_shard(shard) if shard else None
@@ -337,9 +381,15 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     adapter = _adapter(agent)
     _require(adapter, scenarios)
     selected = _faults(adapter, fault_names)
-    fsync = "on" if _fsync(fsync_given, selected) else "off"
+    if black_box:
+        _black_box_usable(adapter, selected, depth)
+        scenarios = _black_box_scenarios(scenarios, named=bool(names))
+        if require_coverage:
+            fail("--require-coverage with --black-box: recovery branches are reported by probes, "
+                 "and a black-box agent runs without them")
+    fsync = "on" if _fsync(fsync_given, selected, black_box) else "off"
     options = RunOptions(agent=agent, depth=depth, fsync=fsync == "on", timeout=timeout, spawn=spawn,
-                         max_events=max_events,
+                         max_events=max_events, blackbox=black_box,
                          scenarios=tuple(s.name for s in scenarios),
                          shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None,
                          faults=selected)
@@ -381,7 +431,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     with _runner_config(agent, timeout, fsync == "on", keep, spawn,
                         work=(out_dir / "cases") if keep else None,
                         coverage_dir=coverage_dir, resolved=adapter,
-                        max_events=max_events) as runner_config:
+                        max_events=max_events, blackbox=black_box) as runner_config:
         config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
                               jobs=jobs, shard=shard_spec, scenario_dirs=_printed_dirs(dirs),
                               faults=selected)
@@ -456,7 +506,7 @@ def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> E
 @click.option("--agents", is_flag=True, help="List the registered agents: name, origin, capabilities.")
 def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
           fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, cases: bool,
-          agents: bool) -> None:
+          agents: bool, black_box: bool) -> None:
     """List scenarios (with --cases, their case ids; with --agents, the agents instead)."""
     if agents:
         rows = [(a.name, a.origin, a.value, ", ".join(a.capabilities)) for a in list_agents()]
@@ -473,8 +523,10 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
     adapter = _adapter(agent)
     _require(adapter, scenarios)
     selected = _faults(adapter, fault_names)
-    with _runner_config(agent, timeout, _fsync(fsync_given, selected), False, spawn, resolved=adapter,
-                        max_events=max_events) as cfg:
+    if black_box:
+        _black_box_usable(adapter, selected, 1)
+    with _runner_config(agent, timeout, _fsync(fsync_given, selected, black_box), False, spawn,
+                        resolved=adapter, max_events=max_events, blackbox=black_box) as cfg:
         for s in scenarios:
             for case in _enumerate(cfg, s, selected):
                 click.echo(case.case_id)
@@ -482,8 +534,11 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
 
 def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] | None = None) -> list[Case]:
     obs = CaseRunner(cfg).run(Case(scenario.name), scenario)
-    first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
     faults = faults_for(cfg.adapter, selected)
+    if cfg.blackbox:
+        calls = obs.incarnations[0].store_calls if obs.incarnations else []
+        return [Case(scenario.name), *blackbox_cases(scenario.name, calls, faults)]
+    first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
     return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults)]
 
 
@@ -495,7 +550,7 @@ def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] 
               help="Replay a repro file written by `crashmatrix explore` (scenario, case and agent).")
 def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float,
           max_events: int, fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, keep: bool,
-          repro_file: str | None) -> None:
+          repro_file: str | None, black_box: bool) -> None:
     """Re-run exactly one case and print its timeline (its id names its faults: no --fault needed)."""
     if repro_file is not None:
         _repro_file(Path(repro_file), timeout, fsync_given == "on", spawn, keep)
@@ -518,9 +573,12 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
     # The case's own faults are enumerated (and --fault ones too), whatever the default set.
     named = tuple(dict.fromkeys([*fault_names, *(step.fault for step in case.schedule)]))
     selected = named or None
+    black_box = black_box or case.blackbox  # a black-box step's id says so
+    if black_box:
+        _black_box_usable(_adapter(agent), selected, case.depth or 1)
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
-    with _runner_config(agent, timeout, _fsync(fsync_given, selected), keep, spawn, work=work,
-                        max_events=max_events) as cfg:
+    with _runner_config(agent, timeout, _fsync(fsync_given, selected, black_box), keep, spawn, work=work,
+                        max_events=max_events, blackbox=black_box) as cfg:
         _require(cfg.adapter, [scenario])
         try:
             check_faults(case, cfg.adapter)

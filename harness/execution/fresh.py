@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, die_with_parent, probe_env
+from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, agent_env, die_with_parent
 
 
 class FreshSpawner:
@@ -16,7 +16,7 @@ class FreshSpawner:
     mode = SpawnMode.FRESH
 
     def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
-        env = {**launch.env, **probe_env(*probe_fds)}
+        env = agent_env(launch, probe_fds)
         out = launch.output.open("ab") if launch.output else None
         try:
             argv = [*launch.program, *launch.args]

@@ -16,7 +16,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import FrameType
 
-from crashmatrix.harness.enumeration import crash_loop_extension, extensions, in_shard, single_crash_cases
+from crashmatrix.harness.enumeration import (
+    blackbox_cases,
+    crash_loop_extension,
+    extensions,
+    in_shard,
+    single_crash_cases,
+)
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.runner import CaseAborted, CaseRunner, RunnerConfig
@@ -111,7 +117,12 @@ class Matrix:
                             continue
                         children: list[Case] = []
                         if result.verdict in (Verdict.PASS, Verdict.FAIL):
-                            if case.depth == 0:
+                            if case.depth == 0 and cfg.runner.blackbox:
+                                # No probe events: the recording's store calls are the points
+                                # (first incarnation only: a black-box matrix is one crash deep).
+                                calls = result.store_calls[0] if result.store_calls else []
+                                children = blackbox_cases(case.scenario, calls, self.faults)
+                            elif case.depth == 0:
                                 children = single_crash_cases(case.scenario, result.trace[0], self.faults)
                             elif case.depth < self.depth_of(case.scenario):
                                 children = extensions(case, result.trace, self.faults)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from crashmatrix.harness.adapters.interface import Adapter, LaunchSpec
 from crashmatrix.harness.execution.fs_trace import strace_argv, strace_path
-from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, die_with_parent, probe_env
+from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, agent_env, die_with_parent
 from crashmatrix.harness.records.fs_calls import FsCall
 from crashmatrix.harness.records.tree_image import TreeImage
 
@@ -79,16 +79,17 @@ class TracedSpawner:
 
     mode = SpawnMode.FRESH
 
-    def __init__(self, trace: Path, extra: Sequence[str] = ()) -> None:
+    def __init__(self, trace: Path, extra: Sequence[str] = (), *, seccomp: bool = True) -> None:
         self.trace = trace
         self.extra = list(extra)  # more strace options: a call to inject (`fs_inject.inject_args`)
+        self.seccomp = seccomp  # False for an injected signal (`fs_trace.strace_argv`)
         self.strace = strace_path()
 
     def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
-        env = {**launch.env, **probe_env(*probe_fds)}
+        env = agent_env(launch, probe_fds)
         out = launch.output.open("ab") if launch.output else None
-        argv = [*strace_argv(self.strace, self.trace), *self.extra, "--", "setpriv", "--pdeathsig",
-                "KILL", "--", "setsid", *launch.program, *launch.args]
+        argv = [*strace_argv(self.strace, self.trace, seccomp=self.seccomp), *self.extra, "--",
+                "setpriv", "--pdeathsig", "KILL", "--", "setsid", *launch.program, *launch.args]
         try:
             tracer = subprocess.Popen(
                 argv, env=env, cwd=launch.cwd, stdin=subprocess.DEVNULL,

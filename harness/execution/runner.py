@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
+from crashmatrix.harness.execution import blackbox
 from crashmatrix.harness.execution.fs_inject import inject_args, injected
 from crashmatrix.harness.execution.fs_trace import parse_file
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationRunaway, IncarnationTimeout
@@ -81,6 +82,10 @@ class RunnerConfig:
     # How the agent was named (`--agent`), recorded in results so repro and report can find the
     # adapter again: a registered name, mutant:NAME or module:attr. None: the adapter's name.
     agent_ref: str | None = None
+    # Black-box mode (`--black-box`): the agent runs without probes, and the recording's first
+    # incarnation is traced for its store calls (the crash points). A case whose schedule has a
+    # black-box step runs without probes whatever this says (`repro` of such a case).
+    blackbox: bool = False
 
     @property
     def agent(self) -> str:
@@ -153,6 +158,7 @@ class CaseRunner:
         intrusions: list[Intrusion] = []
         harness_error: str | None = None
         accepted = False
+        probes = not (cfg.blackbox or case.blackbox)
         try:
             index = 1
             while True:
@@ -170,7 +176,7 @@ class CaseRunner:
                 # recover: the caller's `run` failed, and a caller retries it. Anything later
                 # must be recovered, never re-submitted.
                 # Once accepted, always: the store is only read until the task is in it.
-                accepted = accepted or (restart and self._accepted(base, incarnations))
+                accepted = accepted or (restart and self._accepted(base, incarnations, probes))
                 spec, args, policies = _command(cfg.adapter, base, scenario, accepted)
                 record = IncarnationRecord(index, "recover" if accepted else "run", policies,
                                            requests_before=len(cfg.provider.requests(case_key)),
@@ -185,8 +191,10 @@ class CaseRunner:
                 freezer = _Freezer(self, base, scenario, case_key, case_dir, deliveries, deadline,
                                    accepted, incarnations, intrusions,
                                    shlex.join([*cfg.adapter.program, *args]))
+                # Black-box: the recording's first incarnation is traced for its store calls.
+                record_calls = not probes and case.depth == 0 and index == 1
                 self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
-                                  cover, freezer=freezer)
+                                  cover, freezer=freezer, probes=probes, record_calls=record_calls)
                 if record.timed_out or record.nondeterministic or record.runaway:
                     break
                 # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles.
@@ -219,9 +227,11 @@ class CaseRunner:
             store_read=has_store,
             intrusions=intrusions,
             concurrent=Capability.CONCURRENT in cfg.adapter.capabilities,
+            probes=probes,
         )
 
-    def _accepted(self, spec: LaunchSpec, incarnations: list[IncarnationRecord]) -> bool:
+    def _accepted(self, spec: LaunchSpec, incarnations: list[IncarnationRecord],
+                  probes: bool = True) -> bool:
         """Whether the task is in the agent's store, so the next incarnation must recover it.
 
         From the store when the adapter reads it; otherwise from the probe trace: a commit whose
@@ -233,16 +243,22 @@ class CaseRunner:
         acknowledged = any(e.kind == "commit.after" for inc in incarnations for e in inc.events)
         if Capability.STORE in self.config.adapter.capabilities:
             return acknowledged or bool(self.config.adapter.read_transcript(spec).runs)
+        if not probes:
+            # Black-box, no store reader: no commit event says the task landed; a store file
+            # holding bytes does (its first commit holds the task, as for any agent).
+            return _holds_bytes(spec.session)
         # A write that returned survives a SIGKILL: `commit.written` is enough.
         return any(e.kind in ("commit.written", "commit.after") for inc in incarnations for e in inc.events)
 
     def _incarnation(self, args: list[str], spec: LaunchSpec, record: IncarnationRecord,
                      step: Any, scenario: Scenario, deliveries: list[Delivery],
                      deadline: float, case_dir: Path, cover: tuple[Path, str] | None, *,
-                     freezer: _Freezer | None = None, output: Path | None = None) -> None:
+                     freezer: _Freezer | None = None, output: Path | None = None,
+                     probes: bool = True, record_calls: bool = False) -> None:
         """Run one incarnation: to `step`'s crash point (and its fault), else to its end.
         `freezer`: how to hand a FREEZE fault the frozen incarnation (None: an intruder, which
-        is never crashed and gets no deliveries)."""
+        is never crashed and gets no deliveries). `probes` False: black-box, the agent is not
+        attached; `record_calls`: trace it and keep its store calls (a black-box recording)."""
         env = self._env()
         started = time.monotonic()
         adapter = self.config.adapter
@@ -255,7 +271,16 @@ class CaseRunner:
         # an event, the call fails, the incarnation runs to its end.
         inject = injecting(crash_fault) if crash_fault is not None else None
         injected_step = None
-        if inject is not None and step is not None:
+        # A black-box step names a store call too: strace kills the agent as it enters it.
+        killing_step = step if step is not None and step.blackbox else None
+        if killing_step is not None:
+            extra = blackbox.kill_args(spec.session, killing_step.kind, killing_step.label, killing_step.n)
+            # Not `observed`: that names a fault judging what the calls left (power, I/O errors),
+            # whose verdicts depend on --fsync; a kill keeps the page cache either way.
+            spawner, cover, step = TracedSpawner(trace, extra, seccomp=False), None, None
+        elif record_calls:
+            spawner, cover = TracedSpawner(trace), None
+        elif inject is not None and step is not None:
             # strace matches -P against resolved paths (fds are shown by theirs): resolve it too.
             target = Path(os.path.realpath(spec.session / step.label))
             extra = inject_args(target, step.kind, inject.how, step.n)
@@ -265,7 +290,8 @@ class CaseRunner:
             spawner, cover, record.observed = TracedSpawner(trace), None, True
         launch = Launch(program=adapter.program, entry=adapter.python.entry if adapter.python else None,
                         args=args, cwd=case_dir, env=env,
-                        output=output or case_dir / f"inc{record.index}.log", coverage=cover)
+                        output=output or case_dir / f"inc{record.index}.log", coverage=cover,
+                        probes=probes)
         with Incarnation(launch, spawner, self.config.max_events) as inc:
             try:
                 # Most scenarios deliver nothing: then no event needs a delivery check. An
@@ -311,9 +337,13 @@ class CaseRunner:
                             f"incarnation {record.index} ended after {len(record.events)} events, "
                             f"before the recorded crash point {step.n}:{step.point}")
                     record.exit_code = inc.wait(deadline)
+                    # strace has exited (it was waited for): its trace is whole
                     if inject is not None and injected_step is not None and before is not None:
-                        # strace has exited (it was waited for): its trace is whole
                         self._injected(inject, injected_step, record, spec, trace, before)
+                    elif killing_step is not None:
+                        self._killed_at_call(killing_step, record, spec, trace)
+                    elif record_calls:
+                        record.store_calls = blackbox.store_points(parse_file(trace), spec.session)
             except IncarnationTimeout:
                 record.timed_out = True
                 inc.kill()
@@ -321,6 +351,18 @@ class CaseRunner:
                 record.runaway = exc.events
                 inc.kill()
         record.duration_ms = (time.monotonic() - started) * 1000
+
+    def _killed_at_call(self, step: CrashStep, record: IncarnationRecord, spec: LaunchSpec,
+                        trace: Path) -> None:
+        """After a black-box step's incarnation ended: check strace killed it entering the call
+        (else the case proves nothing), then let the fault act as after any kill."""
+        if not blackbox.landed(parse_file(trace), spec.session, step.kind, step.label, step.n):
+            record.nondeterministic = (
+                f"incarnation {record.index} was not killed entering call {step.n} of {step.kind} on "
+                f"{step.label} (exit code {record.exit_code}): the recording promised it")
+            return
+        record.killed_at_call = f"{step.kind} {step.n} of {step.label}"
+        self._fault(step.fault).apply(self.config.adapter, spec)
 
     def _injected(self, fault: InjectingFault, step: CrashStep, record: IncarnationRecord,
                   spec: LaunchSpec, trace: Path, before: TreeImage) -> None:
@@ -444,6 +486,11 @@ def _pending(scenario: Scenario, deliveries: list[Delivery]) -> bool:
     done = {d.item_id for d in deliveries}
     return any(i.id not in done for i in scenario.inputs) or any(
         c.id not in done for c in scenario.cancels)
+
+
+def _holds_bytes(root: Path) -> bool:
+    """Whether any file under `root` holds at least one byte."""
+    return any(f.is_file() and f.stat().st_size > 0 for f in root.rglob("*")) if root.is_dir() else False
 
 
 def _count_lines(path: Path) -> int:

@@ -35,6 +35,9 @@ class Launch:
     output: Path | None = None  # stdout and stderr go here (else /dev/null)
     # Run under coverage.py measuring this package, saving to this data file on a normal exit.
     coverage: tuple[Path, str] | None = None
+    # False in black-box mode: the probe pipe is still passed (its end of file says the agent
+    # and its children are gone), but the agent is not told of it, so its probes are no-ops.
+    probes: bool = True
 
 
 class Process(Protocol):
@@ -54,8 +57,19 @@ class Spawner(Protocol):
     def close(self) -> None: ...
 
 
+PROBE_ENV = "CRASHMATRIX_PROBE"
+
+
 def probe_env(read_fd: int, write_fd: int) -> dict[str, str]:
-    return {"CRASHMATRIX_PROBE": f"fd:{read_fd},{write_fd}"}
+    return {PROBE_ENV: f"fd:{read_fd},{write_fd}"}
+
+
+def agent_env(launch: Launch, probe_fds: tuple[int, int]) -> dict[str, str]:
+    """The environment an incarnation starts with: the launch's, plus the probe channel unless
+    its probes are off (then a channel the harness's own environment names is removed too)."""
+    if launch.probes:
+        return {**launch.env, **probe_env(*probe_fds)}
+    return {k: v for k, v in launch.env.items() if k != PROBE_ENV}
 
 
 def null_fd() -> int:

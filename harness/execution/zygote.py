@@ -122,7 +122,7 @@ class Zygote:
                 request = {"id": request_id, "argv0": launch.program[-1], "entry": launch.entry,
                            "args": launch.args, "cwd": str(launch.cwd), "env": launch.env,
                            "coverage": [str(launch.coverage[0]), launch.coverage[1]]
-                           if launch.coverage else None}
+                           if launch.coverage else None, "probes": launch.probes}
                 socket.send_fds(self._sock, [json.dumps(request).encode()], [*probe_fds, out])
                 while request_id not in self._replies:
                     if self._closed:

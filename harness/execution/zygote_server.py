@@ -51,7 +51,10 @@ def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int], zygo
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        os.environ["CRASHMATRIX_PROBE"] = f"fd:{probe_r},{probe_w}"
+        if request.get("probes", True):
+            os.environ["CRASHMATRIX_PROBE"] = f"fd:{probe_r},{probe_w}"
+        else:  # black-box: the channel stays open (its end of file is the agent's end), unnamed
+            os.environ.pop("CRASHMATRIX_PROBE", None)
         module_name, _, func = request["entry"].partition(":")
         sys.argv = [request["argv0"], *request["args"]]
         if request.get("coverage"):

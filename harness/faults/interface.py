@@ -25,6 +25,11 @@ of `apply`, an `Observed`: the calls the incarnation made to files and that imag
 sets the files to what a power loss would leave). Observing is costly (a fresh interpreter, the
 tracer), so such a fault usually sets `by_default` False: it runs when selected (`--fault`).
 
+A KILL fault may also act at a *store call* (`at_store_calls`) in black-box mode (`--black-box`):
+the agent runs without probes, a traced recording lists its calls on the session directory's
+files, and strace kills it as it enters the `n`-th `kind` call on the file `label`
+(`b03:fsync:session.jsonl/kill`); `apply` then acts as after any kill.
+
 A fault kind written before a member existed is read as it behaved then: `at_crash_of` reads
 a missing `at_crash` as KILL, `observes_of` a missing `observes` as False, `by_default_of` a
 missing `by_default` as True.
@@ -109,6 +114,7 @@ class FaultKind(Protocol):
     at_crash: AtCrash
     observes: bool  # KILL only: trace the crashed incarnation; `apply_observed` replaces `apply`
     by_default: bool  # enumerated when no `--fault` selects the kinds (else only when selected)
+    at_store_calls: bool  # KILL only: also enumerated at black-box store calls (`--black-box`)
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         """Whether the single-crash matrix crashes with this fault at a recorded event. Pure."""
@@ -155,6 +161,13 @@ def at_crash_of(fault: FaultKind) -> AtCrash:
 def observes_of(fault: FaultKind) -> bool:
     """The fault's `observes`; False for a fault kind that predates the member."""
     return bool(getattr(fault, "observes", False))
+
+
+def at_store_calls_of(fault: FaultKind) -> bool:
+    """The fault's `at_store_calls` (never for a non-KILL or observing fault); False for a fault
+    kind that predates the member."""
+    return (bool(getattr(fault, "at_store_calls", False)) and at_crash_of(fault) is AtCrash.KILL
+            and not observes_of(fault))
 
 
 def by_default_of(fault: FaultKind) -> bool:

@@ -42,6 +42,7 @@ class IoError:
     at_crash = AtCrash.INJECT
     observes = True
     by_default = False
+    at_store_calls = False  # its steps are store calls already (made to fail, not killed at)
 
     def __init__(self, name: str, syscall: Syscall, anchor: str, how: str, *, must_stop: bool) -> None:
         self.name = name

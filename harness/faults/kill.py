@@ -1,5 +1,8 @@
 """`kill`: SIGKILL of the agent's process group at the probe event, at every recorded event.
 
+In black-box mode, also at every store call the recording made: the SIGKILL lands as the agent
+enters the call, which therefore never runs.
+
 A SIGKILL keeps the page cache: everything the agent wrote survives, synced or not.
 """
 
@@ -15,6 +18,8 @@ class Kill:
     at_crash = AtCrash.KILL
     observes = False
     by_default = True
+    # In black-box mode, killed as it enters a store call (strace delivers the SIGKILL).
+    at_store_calls = True
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return True

@@ -39,6 +39,7 @@ class Power:
     at_crash = AtCrash.KILL
     observes = True
     by_default = False
+    at_store_calls = False  # it needs every call on the session; a black-box kill traces one file
 
     def __init__(self, name: str, keep: int) -> None:
         self.name = name

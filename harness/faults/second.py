@@ -30,6 +30,7 @@ class Second:
     at_crash = AtCrash.FREEZE
     observes = False
     by_default = True
+    at_store_calls = False  # it freezes at probe events
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return kind in SECOND_AT

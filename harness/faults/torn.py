@@ -18,6 +18,7 @@ class Torn:
     at_crash = AtCrash.KILL
     observes = False
     by_default = True
+    at_store_calls = False  # it tears the write a commit.written probe names
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return kind == TORN_AT

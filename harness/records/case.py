@@ -1,6 +1,10 @@
 """Cases: a scenario plus a crash schedule, and their stable, readable ids.
 
 `changelog/15:effect.after:append_note/kill` crashes the first incarnation at its 15th probe event.
+A black-box step counts the agent's system calls on its store instead of probe events (`--black-box`):
+`changelog/b03:fsync:session.jsonl/kill` kills the first incarnation as it enters its 3rd `fsync` of
+`session.jsonl` (a path relative to the session directory).
+
 Multi-crash schedules join steps with `+`: step i crashes incarnation i (the first incarnation
 runs the task; every later one is a `recover`). A case with no crash is `changelog/none`.
 """
@@ -15,6 +19,10 @@ from dataclasses import dataclass
 PLUGIN_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 
 
+# The prefix of a black-box step's number: it counts system calls, not probe events.
+BLACKBOX_MARK = "b"
+
+
 class CaseIdError(ValueError):
     pass
 
@@ -26,24 +34,30 @@ class CrashStep:
     label: str
     # A registered fault kind's name (crashmatrix.harness.faults); a plain kill by default.
     fault: str = "kill"
+    # `n` counts calls of the system call `kind` on the store file `label`, not probe events: the
+    # agent runs without probes and is killed as it enters that call (`b03:fsync:session.jsonl`).
+    blackbox: bool = False
 
     @property
     def point(self) -> str:
         return f"{self.kind}:{self.label}"
 
     def token(self) -> str:
-        return f"{self.n:02d}:{self.kind}:{self.label}/{self.fault}"
+        return f"{BLACKBOX_MARK if self.blackbox else ''}{self.n:02d}:{self.kind}:{self.label}/{self.fault}"
 
     @classmethod
     def parse(cls, token: str) -> CrashStep:
         point, sep, fault = token.rpartition("/")
         parts = point.split(":", 2)
-        if not sep or len(parts) != 3 or not parts[0].isdigit():
-            raise CaseIdError(f"bad crash step {token!r}: expected NN:kind:label/fault")
+        blackbox = parts[0].startswith(BLACKBOX_MARK)
+        number = parts[0][len(BLACKBOX_MARK):] if blackbox else parts[0]
+        if not sep or len(parts) != 3 or not number.isdigit():
+            raise CaseIdError(f"bad crash step {token!r}: expected NN:kind:label/fault "
+                              f"(or bNN:syscall:file/fault)")
         # Whether the fault is registered is for the registry to say (records import no plugins).
         if not PLUGIN_NAME.match(fault):
             raise CaseIdError(f"bad crash step {token!r}: bad fault name {fault!r}")
-        return cls(int(parts[0]), parts[1], parts[2], fault)
+        return cls(int(number), parts[1], parts[2], fault, blackbox)
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,11 @@ class Case:
     @property
     def depth(self) -> int:
         return len(self.schedule)
+
+    @property
+    def blackbox(self) -> bool:
+        """Crashed at system calls, not probe events: every incarnation runs without probes."""
+        return any(s.blackbox for s in self.schedule)
 
     def extend(self, step: CrashStep) -> Case:
         return Case(self.scenario, (*self.schedule, step))

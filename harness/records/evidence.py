@@ -95,6 +95,7 @@ def _incarnation(inc: IncarnationRecord) -> dict[str, Any]:
         "events": _events(inc),
         "events_total": len(inc.events),
         "crashed_at": inc.crashed_at,
+        "killed_at_call": inc.killed_at_call,
         "frozen_at": inc.frozen_at,
         "exit_code": inc.exit_code,
         "timed_out": inc.timed_out,

@@ -45,12 +45,23 @@ class IncarnationRecord:
     # The injected call was an error (EIO, ENOSPC): the incarnation must stop, exiting nonzero. A
     # short write is no error: the agent writes the rest and goes on.
     must_stop: bool = False
+    # A black-box step's kill (`--black-box`): the system call it was killed entering, with no
+    # probe event to number (`fsync 3 of session.jsonl`); `crashed_at` stays None.
+    killed_at_call: str | None = None
+    # The store calls a traced recording incarnation made (`--black-box`), `syscall:file` in the
+    # order they ended, the file relative to the session directory: the black-box crash points.
+    store_calls: list[str] = field(default_factory=list)
+
+    @property
+    def killed(self) -> bool:
+        """Killed by the schedule: at a probe event or as it entered a system call."""
+        return self.crashed_at is not None or self.killed_at_call is not None
 
     @property
     def interrupted(self) -> bool:
         """Stopped by the schedule's fault: killed, or failed a storage call (after which it must
         stop on its own). What it had not saved by then, recovery owes, as after a kill."""
-        return self.crashed_at is not None or self.injected is not None
+        return self.killed or self.injected is not None
 
 
 @dataclass(frozen=True)
@@ -116,6 +127,9 @@ class Observation:
     # False when the adapter does not declare `concurrent`: no case of this agent starts a second
     # process, and one-writer is not applicable rather than held.
     concurrent: bool = True
+    # False in black-box mode: the agent ran without probes, so no incarnation has events, and
+    # the invariants judged from them are not applicable rather than held.
+    probes: bool = True
 
     def all_events(self) -> list[tuple[int, ProbeEvent]]:
         return [(inc.index, e) for inc in self.incarnations for e in inc.events]

@@ -49,6 +49,9 @@ class CaseResult:
     branches: list[str] = field(default_factory=list)
     trace: list[list[str]] = field(default_factory=list)  # kind:label per event, per incarnation
     crashed_at: list[int | None] = field(default_factory=list)
+    # Black-box mode (`--black-box`): the store calls each incarnation was seen to make, as
+    # `syscall:file` (only a traced recording's are listed; [] elsewhere and in probe mode).
+    store_calls: list[list[str]] = field(default_factory=list)
     exit_codes: list[int | None] = field(default_factory=list)
     requests: int = 0
     commits: int = 0

@@ -95,6 +95,31 @@ PARTLY_FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
 })
 
 
+# What each invariant reads from the probe trace: in black-box mode (the agent ran without
+# probes, `--black-box`) it cannot be judged, and says so. Every other invariant reads the store,
+# the requests, the workspace and the exits, which a black-box run has as any other.
+FROM_PROBES: Mapping[InvariantId, str] = MappingProxyType({
+    InvariantId.SAFE_RERUN: "which incarnations ran each call (its effect probes)",
+    InvariantId.QUEUED_INPUT: "inputs delivered at the agent's probe events",
+    InvariantId.INTENT_BEFORE_EFFECT: "when each effect ran (its effect.before probes), to order it "
+                                      "after its intent",
+    InvariantId.DURABLE_COMMITS: "the commits the agent acknowledged (its commit.after probes)",
+})
+# Judged in part without probes; the part that needs them is named.
+PARTLY_FROM_PROBES: Mapping[InvariantId, str] = MappingProxyType({
+    InvariantId.AT_MOST_ONCE: "the effect probes (judged: the effects in the workspace and its "
+                              "witnesses, against the calls the model asked for)",
+    InvariantId.NO_SILENT_SUCCESS: "whether the call behind each successful result ran (its "
+                                   "effect.after probes) (judged: every recovered-unknown result is "
+                                   "an error that says the outcome is unknown)",
+    InvariantId.RETRY_INTENT: "whether each retry_pending was committed before the next request (the "
+                              "order probe events give) (judged: a record per failed request, and "
+                              "the retry a recovery owes)",
+    InvariantId.FINAL_ENDS_RUN: "where the final answer's commit landed (its commit probes) (judged: "
+                                "no request's history goes on past a final answer)",
+})
+
+
 @dataclasses.dataclass(frozen=True)
 class Judgement:
     violations: list[Violation]
@@ -116,6 +141,12 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
         skipped = [NotApplicable(i, f"it reads {what}, {why}") for i, what in FROM_STORE.items()]
         partly = [NotApplicable(i, f"{what}, {why}", partly=True)
                   for i, what in PARTLY_FROM_STORE.items()]
+    if not obs.probes:
+        why = "and the agent ran without probes (--black-box)"
+        skipped += [NotApplicable(i, f"it reads {what}, {why}") for i, what in FROM_PROBES.items()
+                    if not any(s.invariant is i for s in skipped)]
+        partly += [NotApplicable(i, f"{what}, {why}", partly=True) for i, what in PARTLY_FROM_PROBES.items()
+                   if not any(s.invariant is i for s in skipped)]
     if not obs.concurrent:
         skipped.append(NotApplicable(InvariantId.ONE_WRITER, (
             "no second process is started on its sessions: the agent's adapter declares no "

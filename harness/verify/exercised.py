@@ -26,6 +26,8 @@ def _always(obs: Observation) -> bool:
 
 
 def _effect_ran(obs: Observation) -> bool:
+    if not obs.probes:  # black-box: no effect probes; a changed workspace or a saved result says so
+        return obs.workspace_after != obs.workspace_before or _result_committed(obs)
     return any(e.kind == K.EFFECT_BEFORE for inc in obs.incarnations for e in inc.events)
 
 
@@ -45,8 +47,12 @@ def _request_failed(obs: Observation) -> bool:
 def _recovered_request(obs: Observation) -> bool:
     """A request sent by an incarnation that started after a crash: history rebuilt from the store."""
     crashed = False
-    for inc in obs.incarnations:
-        if crashed and any(e.kind == K.PROVIDER_BEFORE for e in inc.events):
+    incs = obs.incarnations
+    for k, inc in enumerate(incs):
+        # The fake's own count of requests while it ran, where no provider probe reports them.
+        end = incs[k + 1].requests_before if k + 1 < len(incs) else len(obs.requests)
+        asked = end > inc.requests_before or any(e.kind == K.PROVIDER_BEFORE for e in inc.events)
+        if crashed and asked:
             return True
         crashed = crashed or inc.interrupted
     return False

@@ -29,7 +29,7 @@ def check_liveness(obs: Observation, scenario: Scenario) -> list[Violation]:
                 "error"), {"incarnation": inc.index, "exit_code": 0, "injected": inc.injected}))
         elif inc.must_stop:
             pass  # it stopped, as it must: any error exit is its documented storage failure
-        elif inc.crashed_at is None and inc.exit_code is not None and inc.exit_code not in NORMAL_EXITS:
+        elif not inc.killed and inc.exit_code is not None and inc.exit_code not in NORMAL_EXITS:
             out.append(Violation(ID, (
                 f"inc{inc.index} ({inc.command}) exited with code {inc.exit_code}; an agent that was "
                 "not killed must end with 0 or 1"), {"incarnation": inc.index, "exit_code": inc.exit_code}))

@@ -28,8 +28,8 @@ def check_no_silent_success(obs: Observation, scenario: Scenario) -> list[Violat
                         "effects": [e.ref for e in effects[site.index]]}
             if result.recovered == UNKNOWN:
                 out += _unknown(site, result, marker, evidence)
-            if result.is_error:
-                continue
+            if result.is_error or not obs.probes:
+                continue  # without probes no effect.after can back it: not judged (checks.py)
             owner = trace.owner(result.seq)
             if _backed(trace, result, owner, effects[site.index]):
                 continue

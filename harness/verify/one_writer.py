@@ -107,7 +107,7 @@ def _output(x: Intrusion) -> str:
 def _holder(x: Intrusion, holder: IncarnationRecord | None) -> list[Violation]:
     if holder is None:
         return []
-    if holder.crashed_at is None and not holder.timed_out and holder.runaway is None \
+    if not holder.killed and not holder.timed_out and holder.runaway is None \
             and holder.exit_code in ENDED:
         return []
     if holder.timed_out:
@@ -116,6 +116,8 @@ def _holder(x: Intrusion, holder: IncarnationRecord | None) -> list[Violation]:
         how = f"ran away ({holder.runaway} events)"
     elif holder.crashed_at is not None:
         how = f"was killed at event {holder.crashed_at}"
+    elif holder.killed_at_call is not None:
+        how = f"was killed entering {holder.killed_at_call}"
     else:
         how = f"exited {holder.exit_code}"
     return [Violation(ID, (

@@ -90,7 +90,7 @@ def find_mistake(obs: Observation, unknown_marker: str = UNKNOWN_MARKER) -> Scen
     if gap is not None:
         return None if went_on(gap.messages, unknown_marker) else _gap(obs, gap, unknown_marker)
     for inc in obs.incarnations:
-        if inc.crashed_at is None:  # it stopped by itself, or at a bound; not by the schedule
+        if not inc.killed:  # it stopped by itself, or at a bound; not by the schedule
             loop = _loop(obs, inc)
             if loop is not None:
                 return loop

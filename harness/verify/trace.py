@@ -127,7 +127,7 @@ class Trace:
         a crash state, not an end state. A hang is liveness's verdict; other checks must not
         pile on what a crash state legitimately lacks."""
         last = self.last
-        return last is not None and (last.crashed_at is not None or last.timed_out)
+        return last is not None and (last.killed or last.timed_out)
 
     def requests_of(self, index: int) -> list[Request]:
         """Requests the fake recorded while incarnation `index` ran (from the harness's counts)."""

@@ -75,9 +75,11 @@ def test_a_power_case_repro_holds_and_shows_what_the_power_loss_did() -> None:
 
 
 def test_power_is_refused_for_an_agent_that_does_not_declare_a_file_store() -> None:
-    proc = crashmatrix("run", *POWER, "--agent", "messages-only", "--out", "/nonexistent/x")
+    toy = Path(__file__).resolve().parents[2] / "examples" / "toy_agent"  # it declares only `kill`
+    argv = [*CLI, "run", *POWER, "--agent", "toyagent.adapter:AGENT", "--out", "/nonexistent/x"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False, cwd=toy)
     assert proc.returncode == 2
-    assert "--fault power: needs file-store, which agent 'messages-only' does not declare" in proc.stderr
+    assert "--fault power: needs file-store, which agent 'toy' does not declare" in proc.stderr
 
 
 def test_a_missing_strace_is_exit_3_saying_what_to_install(tmp_path: Path) -> None:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crashmatrix.harness.adapters.baseline import ADAPTER as BASELINE
+from crashmatrix.harness.adapters.baseline import MessagesOnlyAdapter
 from crashmatrix.harness.adapters.durable import ADAPTER as DURABLE
+from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.enumeration import single_crash_cases
 from crashmatrix.harness.evaluate import repro_command
 from crashmatrix.harness.faults.interface import AtCrash, by_default_of, observes_of
@@ -14,6 +15,14 @@ from crashmatrix.harness.faults.registry import check_selection, faults_for
 from crashmatrix.harness.records.run_record import RunOptions, RunRecord
 from crashmatrix.harness.records.violation import InvariantId
 from tests.support.observations import changelog_baseline, check, ids
+
+
+class NoFileStore(MessagesOnlyAdapter):
+    """An agent whose store is not files in its session directory (a database server's, say)."""
+
+    name = "no-files"
+    capabilities = MessagesOnlyAdapter.capabilities - {Capability.FILE_STORE}
+
 
 POINTS = ["commit.before:run_started", "commit.written:run_started", "commit.after:run_started",
           "effect.after:append_note"]
@@ -52,10 +61,10 @@ def test_a_fault_kind_written_before_the_members_neither_observes_nor_leaves_the
 
 def test_a_selection_names_an_unknown_fault_and_one_the_agent_cannot_take() -> None:
     assert check_selection(("power",), DURABLE) == []
-    assert check_selection(("powr", "power"), BASELINE) == [
+    assert check_selection(("powr", "power"), NoFileStore()) == [
         "--fault powr: unknown fault (known: eio-fsync, enospc-write, kill, power, power-keep1, second, "
         "short-write, torn)",
-        "--fault power: needs file-store, which agent 'messages-only' does not declare"]
+        "--fault power: needs file-store, which agent 'no-files' does not declare"]
 
 
 def test_a_power_case_repro_names_fsync_only_when_it_is_off() -> None:

@@ -1,0 +1,66 @@
+"""Black-box crash points: an agent's calls on its store, found by strace and killed at, without probes.
+
+An agent that cannot be probed (a framework's, one in another language, ours with probes off)
+still writes and syncs its store: the files under its session directory. A traced recording
+lists those calls (`store_points`); each becomes a crash point, `b03:fsync:session.jsonl`, the
+3rd fsync of that file. strace then kills a later run as it *enters* that call
+(`kill_args`: `-e inject=fsync:signal=KILL:when=3 -P FILE`; the signal lands before the call
+runs, so a killed write wrote nothing and a killed sync synced nothing), and the trace says
+whether it did (`landed`): a call that never came makes the case nondeterministic, not held.
+
+The counting is strace's: per system call, per file given with `-P` (a call on any other file
+does not count) and per tracing thread. A store written by several threads may therefore be
+killed at another call than the recording's; `landed` then finds no match, and says so.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from crashmatrix.harness.execution.fs_inject import inject_args
+from crashmatrix.harness.records.fs_calls import FsCall, Syscall
+
+S = Syscall
+# What changes a store's bytes, names or durability: the calls a crash before which leaves a
+# different state. Opens and closes change nothing a crash could lose; seeks move no bytes.
+STORE_CALLS = frozenset({S.WRITE, S.WRITEV, S.PWRITE64, S.FSYNC, S.FDATASYNC, S.FTRUNCATE, S.TRUNCATE,
+                         S.RENAME, S.RENAMEAT, S.RENAMEAT2, S.UNLINK, S.UNLINKAT})
+KILL = "signal=KILL"
+
+
+def store_points(calls: Sequence[FsCall], session: Path) -> list[str]:
+    """The store calls among `calls` (a recording's, in the order they ended), as `syscall:file`
+    with the file relative to the session directory (`.` for the directory itself); a rename is
+    named by the file it renames (`rename:config.tmp`): strace's `-P` matches a rename by its
+    first path only. Calls that failed are kept: a retry is a call too."""
+    root = os.path.realpath(session)
+    points = []
+    for call in calls:
+        if call.syscall not in STORE_CALLS or not any(_under(p, root) for p in call.paths):
+            continue
+        points.append(f"{call.syscall.value}:{os.path.relpath(call.paths[0], root)}")
+    return points
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + os.sep)
+
+
+def target(session: Path, label: str) -> Path:
+    """The file a step names, resolved as strace shows paths (it matches `-P` against those)."""
+    return Path(os.path.realpath(session / label))
+
+
+def kill_args(session: Path, syscall: str, label: str, n: int) -> list[str]:
+    """strace options killing the agent as it enters its `n`-th `syscall` on `label`."""
+    return inject_args(target(session, label), syscall, KILL, n)
+
+
+def landed(calls: Sequence[FsCall], session: Path, syscall: str, label: str, n: int) -> bool:
+    """Whether the traced run (traced with `kill_args`) died inside its `n`-th `syscall` on the
+    file: that call is there and never returned."""
+    path = str(target(session, label))
+    matching = [c for c in calls if c.syscall.value == syscall and path in c.paths]
+    return len(matching) >= n and matching[n - 1].result is None

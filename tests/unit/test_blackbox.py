@@ -1,0 +1,133 @@
+"""Black-box mode's pure parts: step ids, enumeration, store calls in a trace, judging without probes."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from crashmatrix.harness.enumeration import blackbox_cases
+from crashmatrix.harness.execution.blackbox import kill_args, landed, store_points
+from crashmatrix.harness.execution.fs_trace import parse
+from crashmatrix.harness.faults.interface import at_store_calls_of
+from crashmatrix.harness.faults.io_error import EIO_FSYNC
+from crashmatrix.harness.faults.kill import KILL
+from crashmatrix.harness.faults.power import POWER
+from crashmatrix.harness.faults.second import SECOND
+from crashmatrix.harness.faults.torn import TORN
+from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
+from crashmatrix.harness.records.violation import InvariantId as Id
+from crashmatrix.harness.verify import judge
+from crashmatrix.harness.verify.checks import FROM_PROBES, PARTLY_FROM_PROBES
+from crashmatrix.harness.verify.exercised import exercised
+from tests.support.observations import (
+    changelog_scenario,
+    ids,
+    lost_intent_builder,
+    lying_success_builder,
+)
+
+SESSION = Path("/s/case/session")
+
+
+def test_a_black_box_step_round_trips_through_its_id() -> None:
+    case = Case.parse("changelog/b03:fsync:session.jsonl/kill")
+    assert case.schedule == (CrashStep(3, "fsync", "session.jsonl", "kill", blackbox=True),)
+    assert case.blackbox
+    assert case.case_id == "changelog/b03:fsync:session.jsonl/kill"
+    probe = Case.parse("changelog/03:commit.after:x/kill")
+    assert not probe.blackbox
+    assert probe.case_id == "changelog/03:commit.after:x/kill"
+    assert Case.parse("s/b12:rename:inbox/x.tmp/kill").schedule[0].label == "inbox/x.tmp"
+
+
+@pytest.mark.parametrize("bad", ["s/bx:fsync:f/kill", "s/b:fsync:f/kill", "s/c03:fsync:f/kill"])
+def test_a_malformed_black_box_step_is_refused(bad: str) -> None:
+    with pytest.raises(CaseIdError, match="bNN:syscall:file/fault"):
+        Case.parse(bad)
+
+
+def test_only_a_plain_kill_acts_at_store_calls() -> None:
+    assert [f.name for f in (KILL, TORN, POWER, SECOND, EIO_FSYNC) if at_store_calls_of(f)] == ["kill"]
+
+    class Old:  # a plugin written before the member existed
+        name = "old"
+
+    assert not at_store_calls_of(Old())  # type: ignore[arg-type]
+
+
+def test_cases_count_each_syscall_per_file_in_the_order_the_calls_were_made() -> None:
+    calls = ["write:session.jsonl", "fsync:session.jsonl", "write:session.jsonl", "fsync:.",
+             "write:session.jsonl", "rename:config.tmp"]
+    got = [c.case_id for c in blackbox_cases("s", calls, [KILL, TORN])]
+    assert got == ["s/b01:write:session.jsonl/kill", "s/b01:fsync:session.jsonl/kill",
+                   "s/b02:write:session.jsonl/kill", "s/b01:fsync:./kill",
+                   "s/b03:write:session.jsonl/kill", "s/b01:rename:config.tmp/kill"]
+
+
+TRACE = [
+    '7 openat(AT_FDCWD</s/case>, "/s/case/session/session.jsonl", O_WRONLY|O_CREAT|O_APPEND, 0644)'
+    ' = 4</s/case/session/session.jsonl>',
+    '7 write(4</s/case/session/session.jsonl>, "{}\\n", 3) = 3',
+    '7 write(1<pipe:[99]>, "hello\\n", 6) = 6',
+    '7 write(5</s/case/ws/CHANGELOG.md>, "x\\n", 2) = 2',
+    '7 fsync(4</s/case/session/session.jsonl>) = 0',
+    '7 fsync(6</s/case/session>) = 0',
+    '7 rename("/s/case/session/config.tmp", "/s/case/session/config.json") = 0',
+    '7 close(4</s/case/session/session.jsonl>) = 0',
+]
+
+
+def test_store_points_are_the_changing_calls_on_files_under_the_session_directory() -> None:
+    assert store_points(parse(TRACE), SESSION) == [
+        "write:session.jsonl", "fsync:session.jsonl", "fsync:.", "rename:config.tmp"]
+
+
+def test_a_kill_landed_only_when_its_call_never_returned() -> None:
+    killed = ['7 write(4</s/case/session/session.jsonl>, "a", 1) = 1',
+              '7 write(4</s/case/session/session.jsonl>, "b", 1) = ?']
+    assert landed(parse(killed), SESSION, "write", "session.jsonl", 2)
+    assert not landed(parse(killed), SESSION, "write", "session.jsonl", 1)  # it returned
+    assert not landed(parse(killed), SESSION, "write", "session.jsonl", 3)  # never made
+    assert not landed(parse(killed), SESSION, "fsync", "session.jsonl", 1)
+
+
+def test_the_kill_is_strace_signalling_the_nth_call_on_that_file() -> None:
+    args = kill_args(SESSION, "fsync", "session.jsonl", 3)
+    assert args[args.index("-P") + 1] == "/s/case/session/session.jsonl"
+    assert "inject=fsync:signal=KILL:when=3" in args
+
+
+def test_without_probes_the_invariants_read_from_probes_are_not_applicable() -> None:
+    """durable-commits fires on this observation with probes; without them it is not judged."""
+    obs = lost_intent_builder().build()
+    assert Id.DURABLE_COMMITS in ids(judge(obs, changelog_scenario()).violations)
+    blind = judge(dataclasses.replace(obs, probes=False), changelog_scenario())
+    assert Id.DURABLE_COMMITS not in ids(blind.violations)
+    whole = {n.invariant for n in blind.not_applicable if not n.partly}
+    part = {n.invariant for n in blind.not_applicable if n.partly}
+    assert set(FROM_PROBES) <= whole
+    assert set(PARTLY_FROM_PROBES) <= part
+    assert all("without probes (--black-box)" in n.reason for n in blind.not_applicable
+               if n.invariant in FROM_PROBES or n.invariant in PARTLY_FROM_PROBES)
+
+
+def test_without_probes_a_successful_result_is_not_blamed_for_a_missing_effect_probe() -> None:
+    obs = lying_success_builder().build()
+    assert Id.NO_SILENT_SUCCESS in ids(judge(obs, changelog_scenario()).violations)
+    blind = dataclasses.replace(obs, probes=False,
+                                incarnations=[dataclasses.replace(i, events=[]) for i in obs.incarnations])
+    assert Id.NO_SILENT_SUCCESS not in ids(judge(blind, changelog_scenario()).violations)
+
+
+def test_without_probes_effects_and_recovered_requests_are_seen_from_the_harness_evidence() -> None:
+    obs = lost_intent_builder().build()
+    blind = dataclasses.replace(obs, probes=False,
+                                incarnations=[dataclasses.replace(i, events=[]) for i in obs.incarnations])
+    assert {Id.AT_MOST_ONCE, Id.CONTINUATION} <= exercised(obs)
+    assert {Id.AT_MOST_ONCE, Id.CONTINUATION} <= exercised(blind)
+    no_results = [m for m in blind.transcript.messages if m.role != "tool"]
+    unchanged = dataclasses.replace(blind, workspace_after=blind.workspace_before,
+                                    transcript=dataclasses.replace(blind.transcript, messages=no_results))
+    assert Id.AT_MOST_ONCE not in exercised(unchanged)
