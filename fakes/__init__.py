@@ -1,4 +1,4 @@
-"""Test doubles for the harness: the scripted, fault-injecting fake OpenAI-compatible provider."""
+"""Test doubles for the harness: the scripted, fault-injecting fake LLM provider (three wires)."""
 
 from crashmatrix.fakes.api_errors import ApiError
 from crashmatrix.fakes.case import Case, Decision

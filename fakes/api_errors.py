@@ -1,4 +1,4 @@
-"""The OpenAI-shaped error responses the fake returns, with the real service's wording."""
+"""The OpenAI-shaped error responses (Chat Completions and Responses), with the service's wording."""
 
 from __future__ import annotations
 
@@ -43,6 +43,39 @@ def orphan_tool_message(index: int) -> ApiError:
         "invalid_request_error",
         f"messages.[{index}].role",
     )
+
+
+# The Responses API's pairing errors, as the service words them (reported verbatim in public
+# bug reports): one call id each, `param` "input" and `code` null.
+def no_tool_output(call_id: str) -> ApiError:
+    return _error(400, f"No tool output found for function call {call_id}.",
+                  "invalid_request_error", "input")
+
+
+def no_tool_call(call_id: str) -> ApiError:
+    return _error(400, f"No tool call found for function call output with call_id {call_id}.",
+                  "invalid_request_error", "input")
+
+
+def previous_response_not_found(response_id: str) -> ApiError:
+    return _error(400, f"Previous response with id '{response_id}' not found.",
+                  "invalid_request_error", "previous_response_id", "previous_response_not_found")
+
+
+def missing_parameter(param: str) -> ApiError:
+    return _error(400, f"Missing required parameter: '{param}'.", "invalid_request_error", param,
+                  "missing_required_parameter")
+
+
+def invalid_value(param: str, detail: str) -> ApiError:
+    return _error(400, f"Invalid value for '{param}': {detail}", "invalid_request_error", param,
+                  "invalid_value")
+
+
+def unsupported_parameter(param: str, detail: str) -> ApiError:
+    # Not a refusal the real service gives: a feature the fake does not imitate says so.
+    return _error(400, f"crashmatrix fake provider: '{param}' is not supported; {detail}",
+                  "invalid_request_error", param, "unsupported_parameter")
 
 
 def invalid_json() -> ApiError:

@@ -9,13 +9,17 @@ from typing import Any
 @dataclass(frozen=True)
 class RequestRecord:
     index: int  # 0-based position among this case's requests
-    messages: list[Any]  # exactly as received (the parsed JSON)
+    # The canonical, Chat-Completions-shaped history: exactly as received on the chat wire,
+    # translated from the request on the others (docs/wires.md), so verifiers read one shape.
+    messages: list[Any]
     tools: list[str]  # names of the tools the request offered
     status: int | None  # HTTP status returned; None when no response was sent (timeout, drop)
     fault: str | None = None  # the ProviderFault injected, if any
     rule: str | None = None  # name of the script rule that produced the reply
-    reply: dict[str, Any] | None = None  # the assistant message returned
+    reply: dict[str, Any] | None = None  # the assistant message returned, canonical shape
     error: dict[str, Any] | None = None  # the error body returned
+    wire: str = "chat"  # the API the request came on: chat, responses or anthropic
+    pairing: bool = False  # refused (400) for breaking the API's pairing rule
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

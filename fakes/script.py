@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -41,18 +42,23 @@ def _render(text: str, conv: Conversation) -> str:
     return template.render(text, lookup)
 
 
-def reply_message(reply: Reply, conv: Conversation,
-                  call_ids: CallIds = CallIds.HISTORY) -> dict[str, Any]:
-    """The assistant message. Call ids are `call_<k>`: with HISTORY, k counts the calls already
-    in the history (unique within a history); with PER_RESPONSE, k counts from 0 in every reply
-    (ids repeat across turns). Either way they are identical when the history repeats."""
+def chat_call_id(k: int) -> str:
+    return f"call_{k}"
+
+
+def reply_message(reply: Reply, conv: Conversation, call_ids: CallIds = CallIds.HISTORY,
+                  call_id: Callable[[int], str] = chat_call_id) -> dict[str, Any]:
+    """The assistant message. Call ids are `call_<k>` (or the wire's format for k): with HISTORY,
+    k counts the calls already in the history (unique within a history); with PER_RESPONSE, k
+    counts from 0 in every reply (ids repeat across turns). Either way they are identical when
+    the history repeats."""
     first = conv.tool_calls_so_far if call_ids is CallIds.HISTORY else 0
     text = None if reply.text is None else _render(reply.text, conv)
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if reply.tool_calls:
         message["tool_calls"] = [
             {
-                "id": f"call_{first + i}",
+                "id": call_id(first + i),
                 "type": "function",
                 "function": {
                     "name": call.tool.value,

@@ -1,4 +1,4 @@
-"""The fake provider's HTTP server: `POST /<case_key>/v1/chat/completions` on 127.0.0.1."""
+"""The fake provider's HTTP server on 127.0.0.1: `POST /<case_key><wire suffix>` for each wire."""
 
 from __future__ import annotations
 
@@ -14,15 +14,22 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
-from crashmatrix.fakes import api_errors
+from crashmatrix.fakes import api_errors, sse
 from crashmatrix.fakes.case import Case, Decision
 from crashmatrix.fakes.records import RequestRecord
+from crashmatrix.fakes.wire import Wire
+from crashmatrix.fakes.wire_anthropic import ANTHROPIC
+from crashmatrix.fakes.wire_chat import CHAT
+from crashmatrix.fakes.wire_responses import RESPONSES
 from crashmatrix.scenarios.model import ProviderFault, Scenario
 
 if TYPE_CHECKING:
     from _typeshed import WriteableBuffer
 
-SUFFIX = "/v1/chat/completions"
+# Each wire is served under its own path after the case key (docs/wires.md). A case key
+# never holds a "/" once URL-quoted, so the suffix alone tells the wire.
+WIRES: tuple[Wire, ...] = (CHAT, RESPONSES, ANTHROPIC)
+SUFFIX = CHAT.suffix
 MAX_BODY = 64 * 1024 * 1024
 # Bounds one read or write on a client that went quiet, so stop() never waits long.
 SOCKET_TIMEOUT_S = 5.0
@@ -184,28 +191,29 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         path = urlsplit(self.path).path
-        if not path.startswith("/") or not path.endswith(SUFFIX) or len(path) <= len(SUFFIX) + 1:
+        wire = next((w for w in WIRES if path.endswith(w.suffix)), None)
+        if wire is None or not path.startswith("/") or len(path) <= len(wire.suffix) + 1:
             self._send_error(api_errors.invalid_url("POST", path))
             return
-        raw_key = path[1 : -len(SUFFIX)]
+        raw_key = path[1 : -len(wire.suffix)]
         if "/" in raw_key:
             self._send_error(api_errors.invalid_url("POST", path))
             return
         case = self.server.provider.case(unquote(raw_key))
         if case is None:
-            self._send_error(api_errors.unknown_case(unquote(raw_key)))
+            self._send_error(wire.errors.unknown_case(unquote(raw_key)))
             return
         try:
             payload = json.loads(body)
         except (ValueError, RecursionError):
             # RecursionError: deeply nested arrays or objects exhaust the decoder's recursion
             # limit; to the client that is one more body that cannot be parsed.
-            self._send(case.record_unparsable())
+            self._send(case.record_unparsable(wire))
             return
         if isinstance(payload, dict | list) and _too_deep(body, payload):
-            self._send(case.record_unparsable())
+            self._send(case.record_unparsable(wire))
             return
-        self._send(case.handle(payload))
+        self._send(case.handle(payload, wire))
 
     def _read_body(self) -> bytes | None:
         """The request body, or None when the client hung up before sending all of it.
@@ -299,16 +307,22 @@ class _Handler(BaseHTTPRequestHandler):
             # No response: the connection closes after the request was read.
             self.close_connection = True
             return
-        data = json.dumps(decision.body, ensure_ascii=False).encode()
+        if decision.events is not None:
+            # A streamed answer, sent whole: it is computed before the first byte, and a
+            # Content-Length lets the client tell a complete stream from one cut short.
+            data, kind = sse.encode(decision.events), "text/event-stream; charset=utf-8"
+        else:
+            data, kind = json.dumps(decision.body, ensure_ascii=False).encode(), "application/json"
         self.send_response(decision.status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
 
 class FakeProvider:
-    """A scripted OpenAI-compatible provider serving many cases at once.
+    """A scripted provider serving many cases at once, on three wires: OpenAI Chat Completions,
+    OpenAI Responses and Anthropic Messages (docs/wires.md), one scenario script for all.
 
     Use as a context manager, or call start() and stop(). Each case gets its own base URL
     (`http://127.0.0.1:PORT/<case_key>/v1`), its own fault schedule and its own request log.
@@ -362,8 +376,14 @@ class FakeProvider:
         return self._server.server_port
 
     def base_url(self, case_key: str) -> str:
-        """The OpenAI base URL for a case; any string is a valid key (it is URL-quoted)."""
-        return f"http://{self._address[0]}:{self.port}/{quote(case_key, safe='')}/v1"
+        """The OpenAI base URL for a case (Chat Completions and Responses); any string is a
+        valid key (it is URL-quoted)."""
+        return f"{self.root_url(case_key)}/v1"
+
+    def root_url(self, case_key: str) -> str:
+        """The case's URL without `/v1`: the base URL Anthropic's clients take (they add
+        `/v1/messages` themselves)."""
+        return f"http://{self._address[0]}:{self.port}/{quote(case_key, safe='')}"
 
     def register(self, case_key: str, scenario: Scenario) -> str:
         """Serve `scenario` under `case_key`, with a fresh fault schedule and log; returns the

@@ -108,7 +108,8 @@ def _request(index: int, raw: Any) -> Request:
     return Request(index=index, messages=list(get("messages") or []),
                    status=int(get("status") or 0), fault=get("fault"),
                    error_type=error.get("type") if isinstance(error, dict) else None,
-                   reply=get("reply"), rule=get("rule"))
+                   reply=get("reply"), rule=get("rule"), wire=get("wire") or "chat",
+                   pairing=bool(get("pairing")))
 
 
 class CaseAborted(Exception):

@@ -75,6 +75,8 @@ class Request:
     error_type: str | None = None  # the error body's type, when the provider refused the request
     reply: dict[str, Any] | None = None  # the assistant message the provider answered with
     rule: str | None = None  # the name of the script rule that gave the reply
+    wire: str = "chat"  # the API it came on (chat, responses, anthropic: docs/wires.md)
+    pairing: bool = False  # the fake refused it for breaking the API's pairing rule
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,12 @@ def check_pairing(obs: Observation, scenario: Scenario) -> list[Violation]:
     out = _stored_pairs(obs) if obs.store_read else []
     for r in obs.requests:
         # Only the API's own refusal is about pairing; the fake's script-gap 400 means the
-        # history left the script, which the scenario oracle judges by the run's outcome.
-        if r.status == 400 and r.error_type in (None, "invalid_request_error"):
+        # history left the script, which the scenario oracle judges by the run's outcome. The
+        # fake says which refusals were for pairing; on the chat wire any invalid request
+        # counts, as it always has (its shape errors are broken histories too), while the other
+        # wires refuse for reasons of their own (an unknown previous_response_id, say).
+        refused = r.pairing or (r.wire == "chat" and r.error_type in (None, "invalid_request_error"))
+        if r.status == 400 and refused:
             out.append(Violation(
                 ID, f"provider request #{r.index} was refused with HTTP 400: the history sent broke "
                 "the API's pairing rule (a call without its result, or an orphan result)",

@@ -315,3 +315,16 @@ def test_a_result_the_model_was_shown_and_the_store_then_lost_is_a_continuation_
     violations = [v for v in verify(lost, changelog_scenario()) if v.invariant is InvariantId.CONTINUATION]
     assert violations, "a shown result the store lost must not pass"
     assert violations[0].evidence["sent"] == shown
+
+
+def test_on_the_other_wires_only_a_refusal_the_fake_marks_as_pairing_is_pairing() -> None:
+    """The Responses wire refuses an unknown previous_response_id with a 400 too: that is no
+    pairing violation; its 'No tool output found' refusal is."""
+    for pairing, expected in ((False, set()), (True, {InvariantId.PAIRING})):
+        b = changelog_builder()
+        b.request(status=400)
+        obs = b.build()
+        last = dataclasses.replace(obs.requests[-1], wire="responses", error_type="invalid_request_error",
+                                   pairing=pairing)
+        obs = dataclasses.replace(obs, requests=[*obs.requests[:-1], last])
+        assert ids(judge(obs, changelog_scenario()).violations) & {InvariantId.PAIRING} == expected
