@@ -143,6 +143,10 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
       C + "harness.enumeration", C + "harness.evaluate", C + "harness.execution", C + "harness.verify",
       C + "harness.mutants", C + "harness.plugins", C + "scenarios", C + "fakes")),
     ("the probe client for any agent", (C + "probe",), (C + "agent.probe",)),
+    # A framework integration is an adapter plus the host that runs the user's app: it may use
+    # what any third-party adapter may (the interface, the records, the probe client), no more.
+    ("framework integrations: adapters and hosts for apps on a framework", (C + "integrations",),
+     (C + "integrations", C + "harness.adapters.interface", RECORDS, C + "probe", C + "agent.probe")),
     ("the CLI: the only layer that imports execution and renderers",
      (C + "harness.cli", "crashmatrix=", C + "__main__="), ("crashmatrix",)),
     ("package docs", (C + "harness=",), ()),
