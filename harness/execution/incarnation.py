@@ -1,7 +1,8 @@
 """One agent process attached to the probe channel: step it event by event, kill it, reap it.
 
-The child runs in its own session (so its own process group); a kill takes the whole group and
-any descendants psutil can still see, and the direct child is always reaped with `wait`.
+The child runs in its own session (so its own process group); a kill takes the child itself, the
+whole group and any descendants psutil can still see, and the direct child is always reaped with
+`wait`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class IncarnationRunaway(Exception):
 
 # Rounds of stop-then-read before a kill (each round finds what forked in the one before).
 STOP_ROUNDS = 8
+# How long a kill waits for the descendants it signalled to be gone (they are not our children:
+# we cannot reap them, only see them end).
+DESCENDANTS_GONE_S = 2.0
 
 _live: set[Incarnation] = set()
 _live_lock = threading.Lock()
@@ -84,16 +88,29 @@ def _descendants(pid: int) -> list[psutil.Process]:
     return found
 
 
+def _signal_leader(pid: int, sig: int) -> None:
+    """`sig` to the agent `pid` and to its process group.
+
+    The pid itself too: a zygote reports its child's pid as soon as it forks, before the child's
+    setsid, so a kill that soon (an interrupt, a deadline already past) finds no group of that id;
+    the child, never signalled, would run on and the reaping `wait` would never return. The pid
+    is safe to signal: the caller has not reaped it.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)
+
+
 def _stopped_tree(pid: int) -> list[psutil.Process]:
     """The process tree under `pid`, each stopped (SIGSTOP) before the tree is read again.
 
     A tree read once can miss a process forked just after the read (a tool's shell starting its
     command as the deadline hits, on a loaded machine): that one would outlive the kill. A
     stopped process forks nothing, so reading until no new process appears finds them all; the
-    agent's own group is stopped first. SIGKILL ends stopped processes as well.
+    agent and its own group are stopped first. SIGKILL ends stopped processes as well.
     """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGSTOP)
+    _signal_leader(pid, signal.SIGSTOP)
     found: dict[int, psutil.Process] = {}
     for _ in range(STOP_ROUNDS):
         new = [p for p in _descendants(pid) if p.pid not in found]
@@ -104,6 +121,26 @@ def _stopped_tree(pid: int) -> list[psutil.Process]:
                 p.suspend()
             found[p.pid] = p
     return list(found.values())
+
+
+def _gone(p: psutil.Process) -> bool:
+    """Whether `p` has ended: gone, or a zombie. A killed descendant is not our child: its new
+    parent reaps it (init, or a subreaper), and one that never reaps (a container's init that
+    is not a real init) would otherwise make every kill wait its whole bound."""
+    try:
+        return not p.is_running() or p.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Process]:
+    """Wait up to `timeout` for `procs` to end (see `_gone`); returns those still running."""
+    deadline = time.monotonic() + timeout
+    alive = [p for p in procs if not _gone(p)]
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.01)
+        alive = [p for p in alive if not _gone(p)]
+    return alive
 
 
 class Incarnation:
@@ -233,18 +270,16 @@ class Incarnation:
         return self._frozen
 
     def kill(self) -> None:
-        """SIGKILL the agent's process group and every descendant, then reap the child (a stopped
-        process dies of SIGKILL too)."""
+        """SIGKILL the agent, its process group and every descendant, then reap the child (a
+        stopped process dies of SIGKILL too)."""
         self._frozen = False
         descendants = _stopped_tree(self.pid)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.pid, signal.SIGKILL)
+        _signal_leader(self.pid, signal.SIGKILL)
         for d in descendants:  # a descendant that left the group is still ours to end
             with contextlib.suppress(psutil.Error):
                 d.kill()
-        self.proc.wait()
-        with contextlib.suppress(psutil.Error):
-            psutil.wait_procs(descendants, timeout=2.0)
+        self.proc.wait()  # bounded: the child itself was sent SIGKILL, whatever its group
+        _wait_gone(descendants, DESCENDANTS_GONE_S)
 
     def close(self) -> None:
         """Release the channel; kills the agent if it is still running."""
