@@ -1,7 +1,7 @@
 """Test doubles for the harness: the scripted, fault-injecting fake LLM provider (three wires)."""
 
 from crashmatrix.fakes.api_errors import ApiError
-from crashmatrix.fakes.case import Case, Decision
+from crashmatrix.fakes.case import Case, CaseState, Decision
 from crashmatrix.fakes.conversation import Conversation, holds
 from crashmatrix.fakes.pairing import check_pairing
 from crashmatrix.fakes.records import RequestRecord
@@ -10,6 +10,7 @@ from crashmatrix.fakes.server import FakeProvider
 __all__ = [
     "ApiError",
     "Case",
+    "CaseState",
     "Conversation",
     "Decision",
     "FakeProvider",

@@ -16,7 +16,7 @@ from crashmatrix.fakes.wire import Refusal, Wire
 from crashmatrix.fakes.wire_chat import CHAT, DEFAULT_MODEL
 from crashmatrix.scenarios.model import Fault, ProviderFault, Scenario
 
-__all__ = ["DEFAULT_MODEL", "Case", "Decision"]
+__all__ = ["DEFAULT_MODEL", "Case", "CaseState", "Decision"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,21 @@ def _fault_error(wire: Wire, kind: ProviderFault) -> api_errors.ApiError | None:
     return None
 
 
+@dataclass(frozen=True)
+class CaseState:
+    """Everything a case of the fake has come to: its request log, how often each fault may still
+    fire, and its stored responses. A case registered with it answers exactly as the case it was
+    taken from would have answered next (the harness starts crash cases from recorded states)."""
+
+    records: tuple[RequestRecord, ...]
+    faults_left: tuple[int, ...]
+    responses: dict[str, list[Any]]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"records": [r.to_json() for r in self.records], "faults_left": list(self.faults_left),
+                "responses": self.responses}
+
+
 class Case:
     """Thread-safe: the server handles requests of one case concurrently."""
 
@@ -55,6 +70,16 @@ class Case:
     def records(self) -> list[RequestRecord]:
         with self._lock:
             return list(self._records)
+
+    def state(self) -> CaseState:
+        with self._lock:
+            return CaseState(tuple(self._records), self._schedule.left(), self.responses.snapshot())
+
+    def restore(self, state: CaseState) -> None:
+        with self._lock:
+            self._records = list(state.records)
+            self._schedule.restore(state.faults_left)
+            self.responses.restore(state.responses)
 
     def record_unparsable(self, wire: Wire = CHAT) -> Decision:
         err = wire.errors.invalid_json()

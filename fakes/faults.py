@@ -19,6 +19,15 @@ class FaultSchedule:
         self._left = [f.times for f in faults]
         self._lock = threading.Lock()
 
+    def left(self) -> tuple[int, ...]:
+        """How many times each fault may still fire (its state, for a snapshot)."""
+        with self._lock:
+            return tuple(self._left)
+
+    def restore(self, left: tuple[int, ...]) -> None:
+        with self._lock:
+            self._left = list(left)
+
     def take(self, conv: Conversation) -> Fault | None:
         with self._lock:
             for i, fault in enumerate(self._faults):

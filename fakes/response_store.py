@@ -26,3 +26,11 @@ class ResponseStore:
     def put(self, response_id: str, items: list[Any]) -> None:
         with self._lock:
             self._items[response_id] = list(items)
+
+    def snapshot(self) -> dict[str, list[Any]]:
+        with self._lock:
+            return {k: list(v) for k, v in self._items.items()}
+
+    def restore(self, items: dict[str, list[Any]]) -> None:
+        with self._lock:
+            self._items = {k: list(v) for k, v in items.items()}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
 
 from crashmatrix.fakes import api_errors, sse
-from crashmatrix.fakes.case import Case, Decision
+from crashmatrix.fakes.case import Case, CaseState, Decision
 from crashmatrix.fakes.records import RequestRecord
 from crashmatrix.fakes.wire import Wire
 from crashmatrix.fakes.wire_anthropic import ANTHROPIC
@@ -385,16 +385,27 @@ class FakeProvider:
         `/v1/messages` themselves)."""
         return f"http://{self._address[0]}:{self.port}/{quote(case_key, safe='')}"
 
-    def register(self, case_key: str, scenario: Scenario) -> str:
-        """Serve `scenario` under `case_key`, with a fresh fault schedule and log; returns the
-        base URL. A key can only be registered once until it is forgotten."""
+    def register(self, case_key: str, scenario: Scenario, state: CaseState | None = None) -> str:
+        """Serve `scenario` under `case_key`, with a fresh fault schedule and log (or as `state`
+        left them: `state(key)` of another case); returns the base URL. A key can only be
+        registered once until it is forgotten."""
         if not case_key:
             raise ValueError("case_key must be a non-empty string")
+        case = Case(case_key, scenario)
+        if state is not None:
+            case.restore(state)
         with self._lock:
             if case_key in self._cases:
                 raise ValueError(f"case {case_key!r} is already registered")
-            self._cases[case_key] = Case(case_key, scenario)
+            self._cases[case_key] = case
         return self.base_url(case_key)
+
+    def state(self, case_key: str) -> CaseState:
+        """The case's log, fault schedule and stored responses as they are now."""
+        case = self.case(case_key)
+        if case is None:
+            raise KeyError(case_key)
+        return case.state()
 
     def case(self, case_key: str) -> Case | None:
         with self._lock:

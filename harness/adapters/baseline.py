@@ -25,7 +25,7 @@ class MessagesOnlyAdapter:
     # No lock: a second process on its session is let in, and the matrix shows it. Its store is
     # one file in the session directory: power loss and black-box crash points apply.
     capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.CONCURRENT,
-                              Capability.FILE_STORE})
+                              Capability.FILE_STORE, Capability.STATE_IN_TREE})
 
     def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
         return ["run", *self._where(spec), task]

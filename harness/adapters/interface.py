@@ -37,6 +37,11 @@ class Capability(StrEnum):
     # the agent's own process and children: a power loss can be modelled on them (fault `power`).
     # Not so for a store in a database server, or one a daemon writes.
     FILE_STORE = "file-store"
+    # Everything the agent's recovery reads is in the case tree (session directory and workspace)
+    # or the provider's replies, and it is a function of them: no clock, no randomness, no state
+    # elsewhere. Crash cases may then start from a recorded crash state, and cases whose states
+    # are byte-identical share one recovery (`run --states`).
+    STATE_IN_TREE = "state-in-tree"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import click
@@ -30,6 +30,7 @@ from crashmatrix.harness.adapters.durable import ENTRY as DURABLE_ENTRY
 from crashmatrix.harness.adapters.interface import Adapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
 from crashmatrix.harness.cli.run import _adapter, _need_tracer, _require, _runner_config, _scenarios
+from crashmatrix.harness.execution.crash_states import CrashStates
 from crashmatrix.harness.execution.line_coverage import combine_and_report
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.observed import TracedSpawner
@@ -46,6 +47,9 @@ class ModeFigures:
     failed: int
     rss_after_mb: list[float]
     combine_s: float = 0.0  # --line-coverage: combining the data files and writing the HTML
+    verdicts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # case -> verdict
+    points: int = 0  # --states: crash points started from states
+    distinct: int = 0  # --states: the distinct states they mapped to
 
     @property
     def cases_per_s(self) -> float:
@@ -119,7 +123,7 @@ class EveryIncarnationTraced:
 
 def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: float,
             dirs: tuple[str, ...] = (), agent: str = DEFAULT_AGENT,
-            line_coverage: bool = False, traced: bool = False) -> ModeFigures:
+            line_coverage: bool = False, traced: bool = False, states: bool = False) -> ModeFigures:
     """`line_coverage`: as `run --line-coverage` does it, including combining the data and
     writing the HTML at the end (timed apart, in `combine_s`). `traced`: every incarnation a
     fresh process under strace."""
@@ -132,7 +136,8 @@ def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: 
         if coverage_dir is not None:
             coverage_dir.mkdir()
         tracer = EveryIncarnationTraced(Path(tmp)) if traced else None
-        _measure(figures, mode, scenarios, jobs, repeat, timeout, agent, adapter, coverage_dir, tracer)
+        _measure(figures, mode, scenarios, jobs, repeat, timeout, agent, adapter, coverage_dir, tracer,
+                 states)
         if coverage_dir is not None:
             started = time.perf_counter()
             combine_and_report(coverage_dir, Path(tmp))
@@ -142,25 +147,29 @@ def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: 
 
 def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: int, repeat: int,
              timeout: float, agent: str, adapter: Adapter, coverage_dir: Path | None,
-             tracer: EveryIncarnationTraced | None = None) -> None:
+             tracer: EveryIncarnationTraced | None = None, states: bool = False) -> None:
 
     def on_result(result: CaseResult, known: int) -> None:
         figures.cases += 1
         figures.incarnations += len(result.crashed_at)
         figures.failed += 0 if result.ok else 1
+        figures.verdicts[result.case] = (result.verdict.value, tuple(result.invariants))
 
     with _runner_config(agent, timeout, False, False, mode, resolved=adapter,
                         coverage_dir=coverage_dir) as plain:
         cfg = plain if tracer is None else replace(plain, spawner=tracer)
         for _ in range(repeat):
-            matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=cfg, depth=1, jobs=jobs))
+            matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=cfg, depth=1, jobs=jobs, states=states))
             started = time.perf_counter()
             matrix.run(on_result)
             figures.seconds += time.perf_counter() - started
             figures.rss_after_mb.append(round(peak_rss_mb(), 1))
+            if matrix.states is not None:
+                figures.points += sum(matrix.states.tally.points.values())
+                figures.distinct += sum(matrix.states.tally.distinct.values())
 
 
-def coverage_cost(covered: ModeFigures, fork: ModeFigures) -> dict[str, float | None]:
+def coverage_cost(covered: ModeFigures, fork: ModeFigures) -> dict[str, object]:
     """The cost of --line-coverage, measured beside `fork` in the same run: time per case as a
     multiple of fork's, then with combining the data and writing the HTML added."""
     def times(ms: float) -> float | None:
@@ -170,6 +179,15 @@ def coverage_cost(covered: ModeFigures, fork: ModeFigures) -> dict[str, float | 
             "combine_s": round(covered.combine_s, 2), "overhead": times(covered.ms_per_case),
             "overhead_with_report": times(1000 * (covered.seconds + covered.combine_s) / covered.cases)
             if covered.cases else None}
+
+
+def states_cost(states: ModeFigures, fork: ModeFigures) -> dict[str, object]:
+    """--states beside plain fork in the same run: throughput ratio, the states, and whether every
+    case got the same verdict (and violated invariants) both ways."""
+    return {"cases_per_s": round(states.cases_per_s, 2), "ms_per_case": round(states.ms_per_case, 2),
+            "vs_fork": round(states.cases_per_s / fork.cases_per_s, 2) if fork.cases_per_s else None,
+            "points": states.points, "distinct_states": states.distinct,
+            "same_verdicts": states.verdicts == fork.verdicts}
 
 
 def trace_cost(traced: ModeFigures, fresh: ModeFigures) -> dict[str, float | None]:
@@ -205,6 +223,10 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
         fresh = None if skip_fresh and not trace else measure("fresh", names, jobs, 1, timeout, dirs, agent)
         traced = measure("fresh", names, jobs, 1, timeout, dirs, agent, traced=True) if trace else None
         fork = measure("fork", names, jobs, repeat, timeout, dirs, agent)
+        # Crash states (`run --states`) beside plain fork, on the same matrix, for an agent that
+        # declares its recovery reads only its case tree.
+        states = (measure("fork", names, jobs, repeat, timeout, dirs, agent, states=True)
+                  if CrashStates.supported(_adapter(agent).capabilities) else None)
         covered = (measure("fork", names, jobs, 1, timeout, dirs, agent, line_coverage=True)
                    if line_coverage else None)
     per_case_incarnations = fork.incarnations / fork.cases if fork.cases else 0.0
@@ -223,17 +245,18 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
         "incarnations_per_case": round(per_case_incarnations, 2),
         "rss_after_each_repeat_mb": fork.rss_after_mb,
         "failed": fork.failed + (fresh.failed if fresh else 0) + (covered.failed if covered else 0)
-        + (traced.failed if traced else 0),
+        + (traced.failed if traced else 0) + (states.failed if states else 0),
         "bytecode_cached": bytecode_cached,
         "line_coverage": None if covered is None else coverage_cost(covered, fork),
         "trace": None if traced is None or fresh is None else trace_cost(traced, fresh),
+        "states": None if states is None else states_cost(states, fork),
     }
     if as_json:
         click.echo(json.dumps(data))
     else:
         rows = []
         for name, fig in (("fresh", fresh), ("fresh under strace", traced), ("fork", fork),
-                          ("fork --line-coverage", covered)):
+                          ("fork --states", states), ("fork --line-coverage", covered)):
             if fig is not None:
                 rows.append([name, fig.cases, f"{fig.cases_per_s:.1f}", f"{fig.ms_per_case:.1f}"])
         click.echo(tabulate(rows, headers=["spawn", "cases", "cases/s", "ms/case"]))
@@ -250,6 +273,11 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
         if traced is not None and fresh is not None:
             click.echo(f"strace: {trace_cost(traced, fresh)['overhead']}x fresh's time per case (every "
                        "incarnation traced; the power fault traces only the one it crashes)")
+        if states is not None:
+            cost = states_cost(states, fork)
+            click.echo(f"--states: {cost['vs_fork']}x fork's throughput; {cost['points']} crash points "
+                       f"started from {cost['distinct_states']} distinct states; verdicts "
+                       f"{'identical to' if cost['same_verdicts'] else 'DIFFERENT from'} fork's")
         click.echo(f"harness peak RSS: {data['peak_rss_mb']} MB "
                    f"(after each repeat: {fork.rss_after_mb})")
         if bytecode_cached:

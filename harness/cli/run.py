@@ -36,6 +36,7 @@ from crashmatrix.harness.cli.report import (
 )
 from crashmatrix.harness.enumeration import blackbox_cases, parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.execution.crash_states import Tally
 from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path
 from crashmatrix.harness.execution.line_coverage import IMPORTS_DATA, combine_and_report
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
@@ -242,6 +243,25 @@ def _black_box_usable(adapter: Adapter, selected: tuple[str, ...] | None, depth:
         fail(f"--black-box: {exc}", Exit.HARNESS)
 
 
+def _states_usable(adapter: Adapter, line_coverage: bool) -> None:
+    """--states needs an agent whose recovery reads only the case tree (exit 2 otherwise)."""
+    if Capability.STATE_IN_TREE not in adapter.capabilities:
+        fail(f"--states starts cases from recorded crash states, which is sound only for an agent whose "
+             f"recovery reads nothing but its case tree and the provider; agent {adapter.name!r} does "
+             "not declare 'state-in-tree': run without --states")
+    if line_coverage:
+        fail("--states with --line-coverage: shared recoveries would be measured once for many cases; "
+             "measure lines without --states")
+
+
+def states_line(tally: Tally, settles_reused: int = 0) -> str:
+    """Per scenario, how many crash points started from states and how many distinct states."""
+    parts = [f"{s} {tally.points[s]} crash points -> {tally.distinct[s]} states"
+             for s in sorted(tally.points)]
+    return ("; ".join(parts) or "no case started from a crash state") + (
+        f"; {settles_reused} settle runs reused (a byte-identical final state settled before)")
+
+
 def _black_box_scenarios(scenarios: list[Scenario], named: bool) -> list[Scenario]:
     """The scenarios a black-box run can drive: one that delivers inputs or cancels does so at
     probe events, which a black-box agent never reports. Named ones are refused (exit 2); of the
@@ -361,11 +381,18 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
 @click.option("--resume", is_flag=True,
               help="Continue the unfinished run in OUT (give the same options): cases that have a "
                    "result are not run again; the others are added to its results.")
+@click.option("--states", is_flag=True,
+              help="Start each kill and torn case from the crash state its parent's run recorded, "
+                   "and share one recovery among cases whose states are byte-identical (faster; for "
+                   "an agent declaring 'state-in-tree').")
+@click.option("--audit-states", "audit_states", default=0.0, type=click.FloatRange(0, 1), metavar="P",
+              help="With --states: re-run this share of the cases started from states as real "
+                   "kills; a difference makes the case nondeterministic.")
 def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
         fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, depth: int, jobs: int,
         shard: str | None, out: str, as_json: bool, keep: bool,
         require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool,
-        black_box: bool) -> None:
+        black_box: bool, states: bool, audit_states: float) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
         shard_spec = parse_shard(shard) if shard else None
@@ -388,8 +415,12 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             fail("--require-coverage with --black-box: recovery branches are reported by probes, "
                  "and a black-box agent runs without them")
     fsync = "on" if _fsync(fsync_given, selected, black_box) else "off"
+    if states:
+        _states_usable(adapter, line_coverage)
+    elif audit_states:
+        fail("--audit-states P checks the cases --states starts from crash states; give --states too")
     options = RunOptions(agent=agent, depth=depth, fsync=fsync == "on", timeout=timeout, spawn=spawn,
-                         max_events=max_events, blackbox=black_box,
+                         max_events=max_events, blackbox=black_box, states=states,
                          scenarios=tuple(s.name for s in scenarios),
                          shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None,
                          faults=selected)
@@ -434,7 +465,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                         max_events=max_events, blackbox=black_box) as runner_config:
         config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
                               jobs=jobs, shard=shard_spec, scenario_dirs=_printed_dirs(dirs),
-                              faults=selected)
+                              faults=selected, states=states, audit_states=audit_states)
         matrix = _Resumed(config, saved) if saved else Matrix(config)
         try:
             matrix.run(on_result)
@@ -449,6 +480,9 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         finally:
             progress.close()
             writer.close()
+        if matrix.states is not None:
+            line = states_line(matrix.states.tally, matrix.states.settled.reused)
+            click.echo(f"crashmatrix: --states: {line}", err=True)
     lines = combine_and_report(coverage_dir, out_dir) if coverage_dir is not None else None
     # Enumeration is known only once the matrix ran to its end; until then `known` is a floor.
     ended = replace(started, expected=None if interrupted else dict(tally.per_scenario),

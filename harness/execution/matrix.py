@@ -10,6 +10,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -24,15 +25,19 @@ from crashmatrix.harness.enumeration import (
     single_crash_cases,
 )
 from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.execution.audit import audited, compared
+from crashmatrix.harness.execution.crash_states import CrashStates
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.runner import CaseAborted, CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.stop_signals import Interrupted, stop_signals_handled
 from crashmatrix.harness.faults.registry import faults_for
 from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios.model import Scenario
 
 OnResult = Callable[[CaseResult, int], None]  # a finished case, and the cases known so far
+STATES_THREADS_PER_JOB = 4  # --states: cases waiting for a shared recovery hold a thread, not a job
 
 
 @dataclass
@@ -44,6 +49,8 @@ class MatrixConfig:
     shard: tuple[int, int] | None = None
     scenario_dirs: list[str] = field(default_factory=list)
     faults: tuple[str, ...] | None = None  # the kinds selected (--fault); None: the default set
+    states: bool = False  # --states: crash cases start from recorded crash states (crash_states.py)
+    audit_states: float = 0.0  # --audit-states: the share of those re-run as real kills, compared
 
 
 class Matrix:
@@ -58,11 +65,20 @@ class Matrix:
         # True once no case still to finish can enumerate more: the `known` handed to on_result is
         # then the matrix's total, not a floor (read it in on_result).
         self.enumerated = False
+        adapter = config.runner.adapter
+        self.states = (CrashStates(self.runner, config.runner.work_root, config.jobs)
+                       if config.states and CrashStates.supported(adapter.capabilities) else None)
 
     def depth_of(self, scenario: str) -> int:
         """The run's --depth, capped by the scenario's `[matrix] max_depth`."""
         cap = self.by_name[scenario].matrix.max_depth
         return self.config.depth if cap is None else min(self.config.depth, cap)
+
+    def _workers(self) -> int:
+        """Threads for cases. With --states a case may wait for another's shared recovery, so
+        there are more threads than jobs, and CrashStates lets only `jobs` of them run agents."""
+        jobs = max(1, self.config.jobs)
+        return jobs * STATES_THREADS_PER_JOB if self.states is not None else jobs
 
     def may_extend(self, case: Case) -> bool:
         """Whether finishing `case` can enumerate further cases (as `run` does below)."""
@@ -73,7 +89,22 @@ class Matrix:
     def run_case(self, case: Case) -> CaseResult:
         scenario = self.by_name[case.scenario]
         started = time.monotonic()
-        obs = self.runner.run(case, scenario)
+        from_state = False
+        if self.states is None:
+            obs = self.runner.run(case, scenario)
+        elif self.states.usable(case, scenario):
+            obs, _shared = self.states.run(case, scenario, self.may_extend(case))
+            from_state = True
+        else:
+            obs = self.states.record(case, scenario, self.may_extend(case))
+        result = self._evaluate(obs, scenario, started)
+        if from_state and self.states is not None and audited(case, self.config.audit_states):
+            with self.states.running:
+                real = self._evaluate(self.runner.run(case, scenario), scenario, time.monotonic())
+            result = compared(result, real)
+        return result
+
+    def _evaluate(self, obs: Observation, scenario: Scenario, started: float) -> CaseResult:
         return evaluate(obs, scenario, fsync=self.config.runner.fsync,
                         agent=self.config.runner.agent,
                         scenario_dirs=self.config.scenario_dirs,
@@ -90,14 +121,17 @@ class Matrix:
         position = {s.name: i for i, s in enumerate(cfg.scenarios)}
         keep_recordings = cfg.shard is None or cfg.shard[0] == 1
         with _stop_signals_at_safe_points() as interrupted, \
-                ThreadPoolExecutor(max_workers=max(1, cfg.jobs), thread_name_prefix="case") as pool:
+                ThreadPoolExecutor(max_workers=self._workers(), thread_name_prefix="case") as pool:
             pending: dict[Future[CaseResult], Case] = {}
 
             extending = 0  # pending cases that may_extend
 
+            left: Counter[str] = Counter()  # cases of each scenario submitted and not yet finished
+
             def submit(case: Case) -> None:
                 nonlocal known, extending
                 known += 1
+                left[case.scenario] += 1
                 extending += self.may_extend(case)
                 pending[pool.submit(self.run_case, case)] = case
 
@@ -130,13 +164,16 @@ class Matrix:
                                 case, result.trace, self.by_name[case.scenario].matrix.crash_loop)
                             if loop is not None and loop not in children and loop.depth > cfg.depth:
                                 children.append(loop)
-                        for i, child in enumerate(children):
-                            # Shards split the single-crash cases by their position (stable
-                            # whatever order recordings finish in); deeper cases follow their
-                            # parent, whose trace only the parent's shard has.
-                            if case.depth == 0 and not in_shard(position[case.scenario] + i, cfg.shard):
-                                continue
+                        # Shards split the single-crash cases by their position (stable whatever
+                        # order recordings finish in); deeper cases follow their parent, whose
+                        # trace only the parent's shard has.
+                        mine = [c for i, c in enumerate(children) if case.depth > 0
+                                or in_shard(position[case.scenario] + i, cfg.shard)]
+                        for child in mine:
                             submit(child)
+                        left[case.scenario] -= 1
+                        if self.states is not None and left[case.scenario] == 0:
+                            self.states.forget(case.scenario)  # no case of it is left to run
                         if case.depth == 0 and not keep_recordings:
                             known -= 1
                             continue

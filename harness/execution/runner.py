@@ -15,10 +15,11 @@ import shutil
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
 from crashmatrix.harness.execution import blackbox
@@ -28,6 +29,7 @@ from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationRu
 from crashmatrix.harness.execution.intruder import FrozenIncarnation
 from crashmatrix.harness.execution.observed import ObservedKill, TracedSpawner, image_of
 from crashmatrix.harness.execution.spawn import Launch, Spawner
+from crashmatrix.harness.execution.states import Settled, Snapshot, key, take
 from crashmatrix.harness.execution.workspace_files import snapshot
 from crashmatrix.harness.faults.interface import (
     AtCrash,
@@ -58,7 +60,9 @@ RUN_AHEAD = 256
 class ProviderHost(Protocol):
     """The fake provider as the runner uses it (fakes.FakeProvider)."""
 
-    def register(self, case_key: str, scenario: Scenario) -> str: ...
+    def register(self, case_key: str, scenario: Scenario, state: CaseState | None = None) -> str: ...
+
+    def state(self, case_key: str) -> CaseState: ...
 
     def requests(self, case_key: str) -> list[Any]: ...
 
@@ -139,29 +143,38 @@ class CaseRunner:
             self._faults[name] = fault_named(name)
         return self._faults[name]
 
-    def run(self, case: Case, scenario: Scenario) -> Observation:
+    def run(self, case: Case, scenario: Scenario, start: Start | None = None,
+            capture: Capture | None = None, settled: Settled | None = None) -> Observation:
+        """Run the case: from scratch, or (`start`) from a crash state, its earlier incarnations
+        given; `capture`: snapshot the tree at every event of one incarnation; `settled`: settle
+        runs already made from a byte-identical final state, reused (`--states`)."""
         cfg = self.config
         self._check_supported(case, scenario)
-        case_dir = cfg.work_root / case_dir_name(case)
-        shutil.rmtree(case_dir, ignore_errors=True)
-        workspace, session = case_dir / "ws", case_dir / "session"
-        workspace.mkdir(parents=True)
-        for rel, text in scenario.workspace.items():
-            target = workspace / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        before = snapshot(workspace)
+        if start is None:
+            case_dir = cfg.work_root / case_dir_name(case)
+            shutil.rmtree(case_dir, ignore_errors=True)
+            workspace, session = case_dir / "ws", case_dir / "session"
+            workspace.mkdir(parents=True)
+            for rel, text in scenario.workspace.items():
+                target = workspace / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text, encoding="utf-8")
+            before = snapshot(workspace)
+        else:  # restored from the snapshot, its fault applied, by the caller (matrix_states)
+            case_dir = start.case_dir
+            workspace, session = case_dir / "ws", case_dir / "session"
+            before = start.workspace_before
         case_key = case_dir.name
-        url = cfg.provider.register(case_key, scenario)
+        url = cfg.provider.register(case_key, scenario, None if start is None else start.provider)
         deadline = time.monotonic() + cfg.case_timeout_s
-        incarnations: list[IncarnationRecord] = []
+        incarnations: list[IncarnationRecord] = [] if start is None else list(start.prefix)
         deliveries: list[Delivery] = []
         intrusions: list[Intrusion] = []
         harness_error: str | None = None
-        accepted = False
+        accepted = False if start is None else start.accepted
         probes = not (cfg.blackbox or case.blackbox)
         try:
-            index = 1
+            index = len(incarnations) + 1
             while True:
                 if self.stop.is_set():
                     raise CaseAborted(case.case_id)
@@ -194,8 +207,22 @@ class CaseRunner:
                                    shlex.join([*cfg.adapter.program, *args]))
                 # Black-box: the recording's first incarnation is traced for its store calls.
                 record_calls = not probes and case.depth == 0 and index == 1
+                snap = capture if capture is not None and capture.incarnation == index else None
+                settle_key = None
+                if record.settle and settled is not None:
+                    # The same final state settled before: its settle run is this one's.
+                    settle_key = key(case_dir, cfg.provider.state(case_key), scenario.name, "settle", args)
+                    if settled.reuse(settle_key, record):
+                        break
                 self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
-                                  cover, freezer=freezer, probes=probes, record_calls=record_calls)
+                                  cover, freezer=freezer, probes=probes, record_calls=record_calls,
+                                  capture=snap, case_key=case_key)
+                if settle_key is not None and settled is not None:
+                    # Kept only when it changed nothing (no byte, no request): then any case reaching
+                    # this final state ends as this one did.
+                    unchanged = key(case_dir, cfg.provider.state(case_key), scenario.name, "settle", args)
+                    if unchanged == settle_key:
+                        settled.keep(settle_key, record)
                 if record.timed_out or record.nondeterministic or record.runaway:
                     break
                 # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles.
@@ -231,6 +258,15 @@ class CaseRunner:
             probes=probes,
         )
 
+    def spec_for(self, case_dir: Path, scenario: Scenario) -> LaunchSpec:
+        """The spec of an incarnation in `case_dir` (no provider: for a fault acting on its files)."""
+        return LaunchSpec(session=case_dir / "session", workspace=case_dir / "ws", provider_url="",
+                          tools=[t.value for t in scenario.tools.enabled], policies={},
+                          resume_budget=scenario.agent.resume_budget,
+                          max_retries=scenario.agent.max_retries,
+                          retry_delay_s=scenario.agent.retry_delay_s,
+                          provider_timeout_s=scenario.agent.provider_timeout_s, fsync=self.config.fsync)
+
     def _accepted(self, spec: LaunchSpec, incarnations: list[IncarnationRecord],
                   probes: bool = True) -> bool:
         """Whether the task is in the agent's store, so the next incarnation must recover it.
@@ -255,7 +291,8 @@ class CaseRunner:
                      step: Any, scenario: Scenario, deliveries: list[Delivery],
                      deadline: float, case_dir: Path, cover: tuple[Path, str] | None, *,
                      freezer: _Freezer | None = None, output: Path | None = None,
-                     probes: bool = True, record_calls: bool = False) -> None:
+                     probes: bool = True, record_calls: bool = False, capture: Capture | None = None,
+                     case_key: str | None = None) -> None:
         """Run one incarnation: to `step`'s crash point (and its fault), else to its end.
         `freezer`: how to hand a FREEZE fault the frozen incarnation (None: an intruder, which
         is never crashed and gets no deliveries). `probes` False: black-box, the agent is not
@@ -298,9 +335,12 @@ class CaseRunner:
                 # Most scenarios deliver nothing: then no event needs a delivery check. An
                 # intruder delivers nothing: scenario items are for the session's own incarnations.
                 pending = freezer is not None and _pending(scenario, deliveries)
-                self._grant(inc, step, pending)
+                # Snapshots need the agent waiting at each event: one permit at a time, as for a delivery.
+                self._grant(inc, step, pending or capture is not None)
                 while (event := inc.next_event(deadline)) is not None:
                     record.events.append(event)
+                    if capture is not None and case_key is not None:
+                        capture.take(case_dir, self.config.provider.state(case_key), record.index, event.n)
                     if pending:
                         self._deliver(event, spec, record.index, scenario, deliveries)
                         pending = _pending(scenario, deliveries)
@@ -319,7 +359,7 @@ class CaseRunner:
                             finally:
                                 inc.thaw()
                             step = None  # it was not crashed: it runs on to its end
-                            self._grant(inc, step, pending)
+                            self._grant(inc, step, pending or capture is not None)
                             continue
                         inc.kill()  # an observed one: strace has exited too, its trace complete
                         record.crashed_at = event.n
@@ -331,7 +371,7 @@ class CaseRunner:
                         else:
                             fault.apply(self.config.adapter, spec)
                         break
-                    self._grant(inc, step, pending)
+                    self._grant(inc, step, pending or capture is not None)
                 else:
                     if step is not None:
                         record.nondeterministic = (
@@ -421,6 +461,31 @@ class CaseRunner:
             if cancel.id not in done and cancel.at.matches(event.kind, event.label):
                 self.config.adapter.deliver(spec, "cancel", cancel.id, "")
                 deliveries.append(Delivery("cancel", cancel.id, "", index, event.n))
+
+
+@dataclass(frozen=True)
+class Start:
+    """A case begun from a crash state (`--states`): its directory restored from a snapshot and
+    its fault applied, the incarnations before it as the state's own run recorded them (the last
+    one killed there), and whether the task was in the store (the next one recovers)."""
+
+    case_dir: Path
+    provider: CaseState
+    prefix: list[IncarnationRecord]
+    workspace_before: dict[str, str]
+    accepted: bool
+
+
+@dataclass
+class Capture:
+    """Snapshots of the tree at every event of incarnation `incarnation`, kept under `dest`."""
+
+    incarnation: int
+    dest: Path
+    snaps: dict[int, Snapshot] = field(default_factory=dict)
+
+    def take(self, case_dir: Path, provider: CaseState, incarnation: int, event: int) -> None:
+        self.snaps[event] = take(case_dir, provider, self.dest / f"{incarnation}-{event}", incarnation, event)
 
 
 @dataclass

@@ -50,6 +50,8 @@ class RunOptions:
     # Crash points at store calls, the agent without probes (`--black-box`); older files: False
     # (before the option existed, every run crashed at probe events).
     blackbox: bool = False
+    # Cases started from recorded crash states (`--states`); older files: False.
+    states: bool = False
 
     def differences(self, other: RunOptions, ignore: Sequence[str] = ()) -> list[tuple[str, object, object]]:
         """(field, ours, theirs) for each field both record with different values."""
@@ -129,6 +131,7 @@ class RunRecord:
             "max_events": o.max_events,
             "scenarios": None if o.scenarios is None else list(o.scenarios), "shard": o.shard,
             "faults": None if o.faults is None else list(o.faults), "blackbox": o.blackbox,
+            "states": o.states,
             "expected": None if self.expected is None else dict(self.expected),
             "expected_total": self.expected_total, "known": self.known, "done": self.done,
             "complete": self.complete, "ended": None if self.ended is None else self.ended.value,
@@ -167,7 +170,8 @@ class RunRecord:
                 scenarios=None if scenarios is None else tuple(scenarios),
                 shard=get("shard", _is_str, "a string K/N, or null"),
                 faults=None if faults is None else tuple(faults),
-                blackbox=bool(get("blackbox", _is_bool, "true or false"))),
+                blackbox=bool(get("blackbox", _is_bool, "true or false")),
+                states=bool(get("states", _is_bool, "true or false"))),
             expected=expected,
             known=get("known", _is_count, "a count"),
             done=get("done", _is_count, "a count"),

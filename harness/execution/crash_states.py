@@ -1,0 +1,190 @@
+"""`--states`: cases started from recorded crash states, and one recovery per distinct state.
+
+A case that kills (or tears) incarnation d at event n normally runs incarnations 1..d again up to
+that event. Here its parent's run (the recording, for d = 1) took a snapshot of the case tree and
+the fake provider's state at every event of incarnation d (`states.take`); the case restores the
+one at event n into its own directory, applies its fault there, and starts with `recover`. Its
+earlier incarnations are its parent's, the last one cut at event n and marked killed there: the
+same records a real kill leaves, since the agent was waiting at that event when the snapshot was
+taken.
+
+Many crash points leave the same bytes (nothing touches the disk between one commit's
+`commit.after` and the next `commit.before`). The restored state is hashed (`states.key`): cases
+with the same key share one recovery (and settle), run by the first to get there; each case is
+still judged on its own observation (its own prefix, the shared recovery). Sound only for an agent
+whose recovery is a function of what it can observe (`Capability.STATE_IN_TREE`); `--audit-states`
+re-runs a sample of shared cases as real kills and reports any difference.
+
+Used for a step whose fault is a plain KILL fault (`kill`, `torn`); anything else (a second
+process, a power loss, an injected error, a black-box step), a scenario that delivers inputs or
+cancels at events, or a parent run without snapshots runs as a real kill.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import threading
+from collections import Counter
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from crashmatrix.harness.adapters.interface import Capability
+from crashmatrix.harness.execution import states
+from crashmatrix.harness.execution.runner import Capture, CaseRunner, Start, case_dir_name
+from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
+from crashmatrix.harness.faults.registry import fault_named
+from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.observation import IncarnationRecord, Observation
+from crashmatrix.scenarios.model import Scenario
+
+
+@dataclass
+class _Execution:
+    """A case's incarnations, and the snapshots of its finishing one (for its extensions)."""
+
+    incarnations: list[IncarnationRecord]
+    snaps: dict[int, states.Snapshot]
+    workspace_before: dict[str, str]
+
+
+@dataclass
+class _Tail:
+    """What a shared recovery produced: read by every case with its state key."""
+
+    observation: Observation
+    depth: int
+    snaps: dict[int, states.Snapshot] = field(default_factory=dict)
+
+
+@dataclass
+class Tally:
+    """Per scenario: crash points run from states, and the distinct states they mapped to."""
+
+    points: Counter[str] = field(default_factory=Counter)
+    distinct: Counter[str] = field(default_factory=Counter)
+
+
+class CrashStates:
+    """The snapshots and shared recoveries of a matrix. Snapshots are kept per scenario, under
+    `root/.states/<scenario>/`, until the matrix has no case of that scenario left to finish
+    (`forget`): a later case may map to any state of it, so none goes earlier."""
+
+    def __init__(self, runner: CaseRunner, root: Path, jobs: int = 1) -> None:
+        self.runner = runner
+        # Agents run by at most `jobs` cases at once; the matrix has more threads than that, so
+        # a case waiting for a shared recovery does not keep another from running.
+        self.running = threading.BoundedSemaphore(max(1, jobs))
+        self.root = root / ".states"
+        self._lock = threading.Lock()
+        self._execs: dict[str, _Execution] = {}
+        self._shared: dict[str, Future[_Tail]] = {}
+        self._keys: dict[str, tuple[str, str]] = {}  # owning case id -> (scenario, state key)
+        self.tally = Tally()
+        self.settled = states.Settled()
+
+    @staticmethod
+    def supported(adapter_caps: frozenset[Capability]) -> bool:
+        return Capability.STATE_IN_TREE in adapter_caps
+
+    # -- the matrix's calls ----------------------------------------------------------------
+    def record(self, case: Case, scenario: Scenario, may_extend: bool) -> Observation:
+        """Run a case that is not started from a state (a recording, or a real kill), keeping
+        snapshots of its finishing incarnation when it will have children."""
+        capture = None
+        if may_extend and _deliver_nothing(scenario) and not case.blackbox:
+            capture = Capture(case.depth + 1, self._dest(case))
+        with self.running:
+            obs = self.runner.run(case, scenario, capture=capture, settled=self.settled)
+        if capture is not None:
+            self._keep(case, _Execution(obs.incarnations, capture.snaps, obs.workspace_before))
+        return obs
+
+    def usable(self, case: Case, scenario: Scenario) -> bool:
+        """Whether the case can start from its parent's snapshot."""
+        if not case.schedule or case.blackbox or not _deliver_nothing(scenario):
+            return False
+        fault = fault_named(case.schedule[-1].fault)
+        if at_crash_of(fault) is not AtCrash.KILL or observes_of(fault) or injecting(fault) is not None:
+            return False
+        with self._lock:
+            parent = self._execs.get(_parent(case).case_id)
+        return parent is not None and case.schedule[-1].n in parent.snaps
+
+    def forget(self, scenario: str) -> None:
+        """No case of `scenario` is left to run: its snapshots and shared recoveries go."""
+        prefix = f"{scenario}/"
+        with self._lock:
+            for case_id in [c for c in self._execs if c.startswith(prefix)]:
+                del self._execs[case_id]
+            for k in [k for k, (s, _) in self._keys.items() if s == scenario]:
+                self._shared.pop(self._keys.pop(k)[1], None)
+        shutil.rmtree(self.root / scenario, ignore_errors=True)
+
+    def run(self, case: Case, scenario: Scenario, may_extend: bool) -> tuple[Observation, bool]:
+        """The case's observation from its parent's snapshot, and whether another case ran its
+        recovery (shared)."""
+        d, step = case.depth, case.schedule[-1]
+        with self._lock:
+            parent = self._execs[_parent(case).case_id]
+        snap = parent.snaps[step.n]
+        killed = parent.incarnations[d - 1]
+        prefix = [*parent.incarnations[:d - 1], dataclasses.replace(
+            killed, events=killed.events[:step.n], crashed_at=step.n, exit_code=None, settle=False,
+            timed_out=False, runaway=None, duration_ms=0.0)]
+        case_dir = self.runner.config.work_root / case_dir_name(case)
+        shutil.rmtree(case_dir, ignore_errors=True)
+        provider = states.restore(snap, case_dir)
+        spec = self.runner.spec_for(case_dir, scenario)
+        fault_named(step.fault).apply(self.runner.config.adapter, spec)
+        accepted = self.runner._accepted(spec, prefix)
+        key = states.key(case_dir, provider, scenario.name, d, accepted)
+        with self._lock:
+            self.tally.points[scenario.name] += 1
+            future = self._shared.get(key)
+            owner = future is None
+            if future is None:
+                future = self._shared[key] = Future()
+                self._keys[case.case_id] = (scenario.name, key)
+                self.tally.distinct[scenario.name] += 1
+        if not owner:
+            shutil.rmtree(case_dir, ignore_errors=True)
+            tail = future.result()
+            obs = dataclasses.replace(tail.observation, case=case, workspace_before=parent.workspace_before,
+                                      incarnations=[*prefix, *tail.observation.incarnations[d:]])
+            if tail.snaps:
+                self._keep(case, _Execution(obs.incarnations, tail.snaps, parent.workspace_before))
+            return obs, True
+        try:
+            capture = Capture(d + 1, self._dest(case)) if may_extend else None
+            with self.running:
+                obs = self.runner.run(case, scenario, start=Start(case_dir, provider, prefix,
+                                                                  parent.workspace_before, accepted),
+                                      capture=capture, settled=self.settled)
+        except BaseException as exc:
+            with self._lock:
+                self._shared.pop(key, None)  # not kept: a later case with this key runs it again
+            future.set_exception(exc)
+            raise
+        snaps = capture.snaps if capture is not None else {}
+        if capture is not None:
+            self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before))
+        future.set_result(_Tail(obs, d, snaps))
+        return obs, False
+
+    # -- internals -------------------------------------------------------------------------
+    def _dest(self, case: Case) -> Path:
+        return self.root / case.scenario / case_dir_name(case)
+
+    def _keep(self, case: Case, ex: _Execution) -> None:
+        with self._lock:
+            self._execs[case.case_id] = ex
+
+
+def _parent(case: Case) -> Case:
+    return Case(case.scenario, case.schedule[:-1])
+
+
+def _deliver_nothing(scenario: Scenario) -> bool:
+    return not scenario.inputs and not scenario.cancels

@@ -1,0 +1,66 @@
+"""`--states` against real kills: the same cases, the same verdicts, and the audit catching a planted lie."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.planted import COUNTER_ENV, ROOT
+
+pytestmark = pytest.mark.crash
+CLI = [sys.executable, "-m", "crashmatrix"]
+# A slice of the built-ins, each for what it adds: commits, tools and torn writes
+# (changelog-fast), crash loops two deep that start from a recovery's own states (budget), retried
+# requests and the fake's fault schedule as part of the state (retry), several calls at once
+# (parallel-calls). The whole set runs both ways in the README's figures, not in CI.
+SCENARIOS = ("changelog-fast", "budget", "retry", "parallel-calls")
+
+
+def run(out: Path, *args: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    proc = subprocess.run([*CLI, "run", "--out", str(out), *args], capture_output=True, text=True,
+                          timeout=600, check=False, env=env, cwd=ROOT)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def essentials(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("verdict", "branches", "commits", "requests", "exit_codes", "trace")
+    return {r["case"]: {**{k: r[k] for k in keys},
+                        "invariants": sorted({v["invariant"] for v in r["violations"]})} for r in rows}
+
+
+@pytest.mark.parametrize("agent", ["durable-agent", "mutant:repair-drops-one-more", "messages-only"])
+def test_states_give_every_case_the_verdict_a_real_kill_gives(tmp_path: Path, agent: str) -> None:
+    scenarios = [a for s in SCENARIOS for a in ("--scenario", s)] if agent == "durable-agent" else [
+        "--scenario", "changelog-fast"]
+    real = essentials(run(tmp_path / "kill", "--agent", agent, *scenarios))
+    states = essentials(run(tmp_path / "states", "--agent", agent, "--states", *scenarios))
+    assert set(states) == set(real)
+    different = {c: (states[c], real[c]) for c in real if states[c] != real[c]}
+    assert not different, json.dumps(different, indent=1)[:3000]
+    if agent != "durable-agent":  # a mutant, and the baseline, are caught the same way
+        assert any(v["verdict"] == "fail" for v in states.values())
+
+
+def test_the_audit_finds_an_agent_whose_recovery_reads_outside_its_tree(tmp_path: Path) -> None:
+    env = {**os.environ, COUNTER_ENV: str(tmp_path / "counter")}
+    rows = run(tmp_path / "o", "--agent", "tests.support.planted:ADAPTER", "--scenario", "changelog-fast",
+               "--fault", "kill", "--states", "--audit-states", "1", "--jobs", "1", env=env)
+    flagged = [r for r in rows if r["verdict"] == "nondeterministic"]
+    assert flagged, [(r["case"], r["verdict"]) for r in rows]
+    assert all("differs from a real kill" in r["note"] for r in flagged)
+
+
+def test_an_agent_that_does_not_declare_its_state_in_tree_is_refused(tmp_path: Path) -> None:
+    toy = ROOT / "examples" / "toy_agent"
+    proc = subprocess.run([*CLI, "run", "--states", "--agent", "toyagent.adapter:AGENT", "--scenario",
+                           "changelog-fast", "--out", str(tmp_path / "o")], capture_output=True, text=True,
+                          timeout=60, check=False, cwd=toy)
+    assert proc.returncode == 2, proc.stderr
+    assert "does not declare 'state-in-tree'" in proc.stderr

@@ -1,0 +1,88 @@
+"""Crash states: snapshots restored under another name, content keys, reused settles, the audit's sampling."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from crashmatrix.fakes.case import CaseState
+from crashmatrix.fakes.records import RequestRecord
+from crashmatrix.harness.execution.audit import audited, compared
+from crashmatrix.harness.execution.states import Settled, key, restore, take
+from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.observation import IncarnationRecord
+from crashmatrix.harness.records.results import CaseResult, Verdict
+
+A = "changelog-0123456789ab"
+B = "changelog-ba9876543210"
+
+
+def tree(root: Path, name: str, log: str = "line\n") -> Path:
+    case_dir = root / name
+    (case_dir / "session").mkdir(parents=True)
+    (case_dir / "ws").mkdir()
+    (case_dir / "session" / "session.jsonl").write_text(log, encoding="utf-8")
+    (case_dir / "session" / "config.json").write_text(f'{{"workspace": "/x/{name}/ws"}}', encoding="utf-8")
+    (case_dir / "ws" / "CHANGELOG.md").write_text("# Changelog\n", encoding="utf-8")
+    return case_dir
+
+
+def state(name: str) -> CaseState:
+    record = RequestRecord(0, [{"role": "user", "content": f"in /x/{name}/ws"}], ["read"], 200)
+    return CaseState((record,), (1,), {})
+
+
+def test_a_snapshot_is_restored_under_another_name_byte_for_byte(tmp_path: Path) -> None:
+    snap = take(tree(tmp_path, A), state(A), tmp_path / "snaps" / "1-4", 1, 4)
+    provider = restore(snap, tmp_path / B)
+    config = (tmp_path / B / "session" / "config.json").read_text(encoding="utf-8")
+    assert config == f'{{"workspace": "/x/{B}/ws"}}'
+    assert (tmp_path / B / "ws" / "CHANGELOG.md").read_text(encoding="utf-8") == "# Changelog\n"
+    assert provider.records[0].messages[0]["content"] == f"in /x/{B}/ws"
+    assert provider.faults_left == (1,)
+    with pytest.raises(ValueError, match="differ in length"):
+        restore(snap, tmp_path / "changelog-short")
+
+
+def test_the_key_masks_the_directory_name_and_sees_every_byte_and_the_provider(tmp_path: Path) -> None:
+    one, two = tree(tmp_path, A), tree(tmp_path, B)
+    assert key(one, state(A), "s", 1) == key(two, state(B), "s", 1)
+    assert key(one, state(A), "s", 1) != key(one, state(A), "s", 2)
+    other = CaseState(state(A).records, (0,), {})
+    assert key(one, state(A), "s", 1) != key(one, other, "s", 1)
+    (two / "session" / "session.jsonl").write_text("linf\n", encoding="utf-8")
+    assert key(one, state(A), "s", 1) != key(two, state(B), "s", 1)
+
+
+def test_a_settle_is_reused_only_when_one_that_ended_was_kept() -> None:
+    settled = Settled()
+    ran = IncarnationRecord(3, "recover", {}, exit_code=0, duration_ms=12.0)
+    hung = IncarnationRecord(3, "recover", {}, timed_out=True)
+    settled.keep("k", hung)
+    blank = IncarnationRecord(3, "recover", {})
+    assert not settled.reuse("k", blank)
+    settled.keep("k", ran)
+    assert settled.reuse("k", blank)
+    assert (blank.exit_code, blank.duration_ms, settled.reused) == (0, 0.0, 1)
+
+
+def test_the_audited_sample_is_chosen_by_case_id() -> None:
+    cases = [Case.parse(f"s/{n:02d}:commit.after:x/kill") for n in range(1, 401)]
+    assert not any(audited(c, 0.0) for c in cases)
+    assert all(audited(c, 1.0) for c in cases)
+    half = [c for c in cases if audited(c, 0.5)]
+    assert 120 < len(half) < 280
+    assert half == [c for c in cases if audited(c, 0.5)]
+
+
+def test_a_state_case_that_differs_from_its_real_kill_is_nondeterministic_with_both_sides() -> None:
+    base = CaseResult(case="s/04:commit.after:x/kill", scenario="s", depth=1, verdict=Verdict.PASS,
+                      commits=5, requests=3, exit_codes=[None, 0, 0], trace=[["a"], ["b"], []])
+    assert compared(base, dataclasses.replace(base, duration_ms=99.0)) is base
+    other = dataclasses.replace(base, commits=6)
+    got = compared(base, other)
+    assert got.verdict is Verdict.NONDETERMINISTIC
+    assert got.note is not None
+    assert "commits: from the state 5, real kill 6" in got.note
