@@ -110,6 +110,12 @@ class Adapter(Protocol):
         """The recovery branches the agent reports (`recovery.branch` events); () if none."""
         ...
 
+    # Optional (read with getattr, default {}): invariant id -> why it does not apply to this
+    # agent, e.g. {"intent-before-effect": "the framework records no intent before a tool runs"}.
+    # Reported as not applicable with that reason, never as held, and not judged. For a promise
+    # the agent's design does not make, not for one it breaks: a declared exemption is printed
+    # in every summary, so a reader can judge it.
+
 
 def python_program(module: str) -> tuple[str, ...]:
     """`program` for a Python agent run as `python -m MODULE` by the harness's interpreter."""

@@ -13,6 +13,7 @@ from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.plugins import ADAPTERS_GROUP, ExtensionPoint, PluginError, UnknownPlugin
 from crashmatrix.harness.records.results import DEFAULT_AGENT
+from crashmatrix.harness.records.violation import InvariantId
 
 __all__ = ["ADAPTERS", "DEFAULT_AGENT", "MUTANT_PREFIX", "AgentChoiceError", "AgentInfo", "list_agents",
            "resolve_agent"]
@@ -32,7 +33,26 @@ REQUIRED = ("name", "program", "python", "capabilities", "start_args", "recover_
 
 
 def resolve_agent(name: str) -> Adapter:
-    """The adapter `--agent NAME` names: a registered adapter, `mutant:NAME`, or `module:attr`."""
+    """The adapter `--agent NAME` names: a registered adapter, `mutant:NAME`, `module:attr`, or
+    `ADAPTER:APP` for a registered adapter that hosts a user's app (`langgraph:mypkg.graph:build`:
+    it offers `with_app`). Its declared exemptions (`not_applicable`) must name invariants."""
+    return _checked(name, _resolve(name))
+
+
+def _resolve(name: str) -> Adapter:
+    head, sep, app = name.partition(":")
+    if sep and head != MUTANT_PREFIX[:-1] and head in ADAPTERS.names():
+        try:
+            host = ADAPTERS.get(head)
+        except (UnknownPlugin, PluginError) as exc:
+            raise AgentChoiceError(str(exc)) from None
+        with_app = getattr(host, "with_app", None)
+        if with_app is None:
+            raise AgentChoiceError(f"--agent {name}: agent {head!r} hosts no app of yours (it has no "
+                                   "`with_app`); name it alone")
+        if not app:
+            raise AgentChoiceError(f"--agent {name}: give the app after the colon, as MODULE:ATTR")
+        return with_app(app)  # type: ignore[no-any-return]
     if ":" in name and not name.startswith(MUTANT_PREFIX):
         return _by_path(name)
     if name.startswith(MUTANT_PREFIX):
@@ -46,6 +66,17 @@ def resolve_agent(name: str) -> Adapter:
         return ADAPTERS.get(name)
     except (UnknownPlugin, PluginError) as exc:
         raise AgentChoiceError(str(exc)) from None
+
+
+def _checked(name: str, adapter: Adapter) -> Adapter:
+    declared = getattr(adapter, "not_applicable", {})
+    known = {i.value for i in InvariantId}
+    wrong = sorted(str(k) for k in declared if k not in known)
+    if wrong:
+        raise AgentChoiceError(f"--agent {name}: its adapter declares not_applicable for "
+                               f"{', '.join(map(repr, wrong))}, which name no invariant (known: "
+                               f"{', '.join(sorted(known))})")
+    return adapter
 
 
 def _by_path(ref: str) -> Adapter:

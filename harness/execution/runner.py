@@ -255,6 +255,7 @@ class CaseRunner:
             store_read=has_store,
             intrusions=intrusions,
             concurrent=Capability.CONCURRENT in cfg.adapter.capabilities,
+            declared_not_applicable=dict(getattr(cfg.adapter, "not_applicable", {})),
             probes=probes,
         )
 

@@ -132,6 +132,9 @@ class Observation:
     # False in black-box mode: the agent ran without probes, so no incarnation has events, and
     # the invariants judged from them are not applicable rather than held.
     probes: bool = True
+    # Invariants the agent's adapter declares do not apply to it, and why (`not_applicable` of
+    # the adapter: a framework that records no intent before a tool runs, say).
+    declared_not_applicable: dict[str, str] = field(default_factory=dict)
 
     def all_events(self) -> list[tuple[int, ProbeEvent]]:
         return [(inc.index, e) for inc in self.incarnations for e in inc.events]

@@ -147,6 +147,10 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
                     if not any(s.invariant is i for s in skipped)]
         partly += [NotApplicable(i, f"{what}, {why}", partly=True) for i, what in PARTLY_FROM_PROBES.items()
                    if not any(s.invariant is i for s in skipped)]
+    for name, reason in sorted(obs.declared_not_applicable.items()):
+        invariant = InvariantId(name)
+        if not any(s.invariant is invariant for s in skipped):
+            skipped.append(NotApplicable(invariant, f"the agent's adapter declares: {reason}"))
     if not obs.concurrent:
         skipped.append(NotApplicable(InvariantId.ONE_WRITER, (
             "no second process is started on its sessions: the agent's adapter declares no "
