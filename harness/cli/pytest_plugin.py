@@ -38,6 +38,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   default=DEFAULT_AGENT)
     group.addoption("--crashmatrix-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                     help="per-case deadline")
+    group.addoption("--crashmatrix-spawn", choices=("fork", "fresh"), default="fork",
+                    help="fork: incarnations fork from a zygote that imported the agent once (as "
+                         "`crashmatrix run` does); fresh: a new interpreter each")
     group.addoption("--crashmatrix-fault", action="append", default=[], metavar="NAME",
                     help="fault kind to enumerate (repeatable; default: kill, second, torn; with "
                          "power, the agent is run with fsync on)")
@@ -61,6 +64,8 @@ class _Host:
         from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path  # noqa: PLC0415
         from crashmatrix.harness.execution.runner import RunnerConfig  # noqa: PLC0415
         from crashmatrix.harness.execution.scratch import scratch_dir  # noqa: PLC0415
+        from crashmatrix.harness.execution.spawn import SpawnMode  # noqa: PLC0415
+        from crashmatrix.harness.execution.spawners import make_spawner  # noqa: PLC0415
         from crashmatrix.harness.faults.registry import FAULTS, check_selection, observing  # noqa: PLC0415
 
         try:
@@ -79,17 +84,22 @@ class _Host:
                 strace_path()
             except TracerMissing as exc:
                 raise pytest.UsageError(str(exc)) from None
+        # As `run` does: a zygote that imported the agent once forks every incarnation (an agent
+        # with no Python entry point is started fresh whatever the option says).
+        mode = SpawnMode(config.getoption("crashmatrix_spawn"))
+        self.spawner = make_spawner(mode, list(adapter.python.preload) if adapter.python else None)
         self.provider = FakeProvider()
         self.provider.start()
         self.tmp = scratch_dir(prefix="crashmatrix-pytest-")
         self.runner_config = RunnerConfig(
             adapter=adapter, provider=self.provider,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
-            agent_ref=_agent_name(config), fsync=power)
+            agent_ref=_agent_name(config), fsync=power, spawner=self.spawner)
         self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
 
     def close(self) -> None:
         self.provider.stop()
+        self.spawner.close()
         self.tmp.cleanup()
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -105,7 +107,8 @@ def test_a_project_pins_its_agent_in_its_ini_file(pytester: pytest.Pytester) -> 
     again.assert_outcomes(passed=1)
 
 
-def test_the_fault_option_selects_power_cases_which_run_and_hold(pytester: pytest.Pytester) -> None:
+def test_the_fault_option_selects_power_cases_which_run_and_hold(pytester: pytest.Pytester,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     d = _scenario_dir(pytester, "alpha")
     collected = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-fault", "power",
                                               "--collect-only", "-q")
@@ -115,7 +118,10 @@ def test_the_fault_option_selects_power_cases_which_run_and_hold(pytester: pytes
     assert any("commit.after" in i for i in ids)
     run = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-fault", "power", "-k", "commit.after")
     assert run.ret == pytest.ExitCode.OK, run.stdout.str()
+    # The toy agent declares only `kill`: its store is not known to be files a power loss acts on.
+    toy = Path(__file__).resolve().parents[2] / "examples" / "toy_agent"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(toy), os.environ.get("PYTHONPATH")])))
     bad = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-fault", "power",
-                                        "--crashmatrix-agent", "messages-only")
+                                        "--crashmatrix-agent", "toyagent.adapter:AGENT")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--fault power: needs file-store*"])
