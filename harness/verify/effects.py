@@ -15,14 +15,21 @@ def _before(landed: Pos | None, at: Pos) -> bool:
 
 def site_effects(trace: Trace, table: CallTable) -> dict[int, list[Located]]:
     """Effect events by site index. An event belongs to the latest site with its call id (and
-    tool) whose assistant message was committed before it ran: reused ids stay apart."""
+    tool) whose assistant message was committed before it ran: reused ids stay apart. With none,
+    to the first such site the same incarnation committed after it: an agent that saves a call
+    together with its result, once the tool has run (the OpenAI Agents SDK's session does), ran
+    that call; whether it recorded it first is intent-before-effect's question, not this one."""
     found: dict[int, list[Located]] = {s.index: [] for s in table.sites}
     for ev in trace.effects():
         same_id = [s for s in table.sites if s.call_id == ev.call_id]
         same_tool = [s for s in same_id if s.tool == ev.label] or same_id
         earlier = [s for s in same_tool if _before(trace.commit_pos(s.assistant.seq), ev.pos)]
+        later = [s for s in same_tool if (p := trace.commit_pos(s.assistant.seq)) is not None
+                 and p[0] == ev.inc and ev.pos < p]
         if earlier:
             found[earlier[-1].index].append(ev)
+        elif later:
+            found[later[0].index].append(ev)
     return found
 
 

@@ -256,3 +256,26 @@ def test_request_that_is_not_the_committed_history() -> None:
     assert violations[0].evidence["request"] == 1
     assert violations[0].evidence["position"] == 2
 
+
+
+def _saved_after_the_effect(*, restart_between: bool) -> Observation:
+    """The model asks for append_note; the agent runs it, then saves the call and its result in
+    one commit (the OpenAI Agents SDK's session does). With `restart_between`, the run is killed
+    after the effect and a new incarnation saves the call with a success it never ran."""
+    b = ObservationBuilder()
+    run_id = b.start()
+    b.poll()
+    b.request(tool_calls=1, reply={"role": "assistant", "content": None, "tool_calls": [APPEND]})
+    content, _ = b.effect(APPEND)
+    if restart_between:
+        b.kill()
+        b.incarnation()
+    assistant = R.message(b.msg_id(), run_id, Role.ASSISTANT, None, tool_calls=[APPEND])
+    b.commit([assistant, b.result_entry(run_id, b.msg_id(), APPEND, content)])
+    return b.build()
+
+
+def test_an_effect_saved_with_its_call_afterwards_backs_that_calls_result() -> None:
+    assert InvariantId.NO_SILENT_SUCCESS not in ids(check(_saved_after_the_effect(restart_between=False)))
+    # Saved by another incarnation, which never ran it: a success without evidence.
+    assert InvariantId.NO_SILENT_SUCCESS in ids(check(_saved_after_the_effect(restart_between=True)))

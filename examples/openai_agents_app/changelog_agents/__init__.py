@@ -1,0 +1,1 @@
+"""A CHANGELOG agent written the way an OpenAI Agents SDK user writes one (`agent.build`)."""

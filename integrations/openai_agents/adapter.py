@@ -1,0 +1,97 @@
+"""The OpenAI Agents SDK adapter: `crashmatrix run --agent openai-agents` hosts an Agents SDK app, unmodified.
+
+Which app: the agent factory named by `CRASHMATRIX_OPENAI_AGENTS_APP=MODULE:ATTR` (found from the
+directory crashmatrix runs in, as `python -m` would find it), else the shipped example
+(`examples/openai_agents_app`, `changelog_agents.agent:build`).
+`ADAPTER.with_app("mypkg.agent:build")` is the same adapter for another factory, for a caller
+(or a registry) that names it in code.
+
+The zygote imports the SDK and the OpenAI client once (about 2.9 s of CPU a fresh interpreter
+pays per incarnation) and forks each incarnation from there. The store reader makes every
+invariant judgeable; `store` says which ones an Agents SDK session gives nothing to.
+This module imports no framework code: listing the agents must work without the extra.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import MappingProxyType
+
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
+from crashmatrix.harness.records.transcript import Transcript
+from crashmatrix.integrations.openai_agents import store
+from crashmatrix.integrations.openai_agents.settings import APP_ENV, DEFAULT_APP, EXAMPLE_DIR, HOST, QUIET_ENV
+
+# Imported by the zygote before it forks: the SDK, the host, and what the OpenAI client loads
+# lazily (`warm` says how). None of it starts a thread.
+PRELOAD = ("crashmatrix.integrations.openai_agents.warm",)
+
+
+class OpenAIAgentsAdapter:
+    name = "openai-agents"
+    program = python_program(HOST)
+    # kill, a store reader, and file-store: the session is one SQLite database (and its -wal and
+    # -shm files) in the session directory, written by the agent's own process, so black-box
+    # crash points and the power model can act on its writes. Not `tear` (SQLite commits whole
+    # or not at all), not `concurrent` (nothing stops two processes on one session; declaring it
+    # would only show that), not `inbox` (an SDK run takes its input when it starts).
+    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.FILE_STORE})
+
+    def __init__(self, app: str | None = None) -> None:
+        self._app = app  # None: from the environment, else the example
+
+    def with_app(self, app: str) -> OpenAIAgentsAdapter:
+        """This adapter for the agent factory `MODULE:ATTR`."""
+        return OpenAIAgentsAdapter(app)
+
+    @property
+    def app(self) -> str:
+        return self._app or os.environ.get(APP_ENV) or DEFAULT_APP
+
+    @property
+    def python(self) -> PythonEntry:
+        # --line-coverage measures the app's own package (the host is ours, not the user's).
+        package = self.app.partition(":")[0].partition(".")[0]
+        return PythonEntry(HOST, f"{HOST}:main", PRELOAD, coverage_source=package)
+
+    def _paths(self) -> list[str]:
+        # The example is found in this checkout; a user's app from where crashmatrix runs.
+        return [str(EXAMPLE_DIR)] if self.app == DEFAULT_APP else [os.getcwd()]
+
+    def _flags(self) -> list[str]:
+        flags = ["--app", self.app]
+        for path in self._paths():
+            flags += ["--path", path]
+        return flags
+
+    def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
+        return [*self._flags(), "run", *_where(spec), task]
+
+    def recover_args(self, spec: LaunchSpec) -> list[str]:
+        return [*self._flags(), "recover", *_where(spec)]
+
+    def env(self) -> dict[str, str]:
+        # Also set by the host itself; here too so a fresh interpreter has them from its start.
+        return {**QUIET_ENV, APP_ENV: self.app}
+
+    # What an Agents SDK app does not promise (reported as not applicable, with this reason, in
+    # every summary).
+    not_applicable = MappingProxyType({
+        "intent-before-effect": "the Agents SDK saves a tool call only together with its output, "
+                                "after the tool ran (no intent record): a crash in between makes "
+                                "the restart run it again, which at-most-once and safe-rerun judge",
+    })
+
+    def declared_branches(self) -> tuple[str, ...]:
+        return ()  # the SDK reports no recovery decisions: a restart runs the input again
+
+    def read_transcript(self, spec: LaunchSpec) -> Transcript:
+        return store.read_transcript(spec.session)
+
+
+def _where(spec: LaunchSpec) -> list[str]:
+    return [str(Path(spec.session).resolve()), str(Path(spec.workspace).resolve()), spec.provider_url]
+
+
+ADAPTER = OpenAIAgentsAdapter()  # registered as `openai-agents` in pyproject.toml
