@@ -30,11 +30,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.execution import states
 from crashmatrix.harness.execution.runner import Capture, CaseRunner, Start, case_dir_name
 from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
-from crashmatrix.harness.faults.registry import fault_named
+from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import IncarnationRecord, Observation
 from crashmatrix.scenarios.model import Scenario
@@ -105,7 +106,7 @@ class CrashStates:
         """Whether the case can start from its parent's snapshot."""
         if not case.schedule or case.blackbox or not _deliver_nothing(scenario):
             return False
-        fault = fault_named(case.schedule[-1].fault)
+        fault = self.runner.fault(case.schedule[-1].fault)
         if at_crash_of(fault) is not AtCrash.KILL or observes_of(fault) or injecting(fault) is not None:
             return False
         with self._lock:
@@ -135,11 +136,19 @@ class CrashStates:
             timed_out=False, runaway=None, duration_ms=0.0)]
         case_dir = self.runner.config.work_root / case_dir_name(case)
         shutil.rmtree(case_dir, ignore_errors=True)
-        provider = states.restore(snap, case_dir)
-        spec = self.runner.spec_for(case_dir, scenario)
-        fault_named(step.fault).apply(self.runner.config.adapter, spec)
-        accepted = self.runner._accepted(spec, prefix)
-        key = states.key(case_dir, provider, scenario.name, d, accepted)
+        restored: CaseState | None = None
+        if step.fault == KILL.name:
+            # A plain kill changes nothing after the kill: the snapshot is the state, keyed where
+            # it lies (its own directory name masked), and copied only if this case runs it.
+            spec = self.runner.spec_for(snap.path, scenario)
+            accepted = self.runner.accepted(spec, prefix)
+            key = states.key(snap.path, snap.provider, scenario.name, d, accepted, name=snap.dir_name)
+        else:
+            restored = states.restore(snap, case_dir)
+            spec = self.runner.spec_for(case_dir, scenario)
+            self.runner.fault(step.fault).apply(self.runner.config.adapter, spec)
+            accepted = self.runner.accepted(spec, prefix)
+            key = states.key(case_dir, restored, scenario.name, d, accepted)
         with self._lock:
             self.tally.points[scenario.name] += 1
             future = self._shared.get(key)
@@ -149,7 +158,7 @@ class CrashStates:
                 self._keys[case.case_id] = (scenario.name, key)
                 self.tally.distinct[scenario.name] += 1
         if not owner:
-            shutil.rmtree(case_dir, ignore_errors=True)
+            shutil.rmtree(case_dir, ignore_errors=True)  # a torn case's restored copy
             tail = future.result()
             obs = dataclasses.replace(tail.observation, case=case, workspace_before=parent.workspace_before,
                                       incarnations=[*prefix, *tail.observation.incarnations[d:]])
@@ -157,6 +166,7 @@ class CrashStates:
                 self._keep(case, _Execution(obs.incarnations, tail.snaps, parent.workspace_before))
             return obs, True
         try:
+            provider = restored if restored is not None else states.restore(snap, case_dir)
             capture = Capture(d + 1, self._dest(case)) if may_extend else None
             with self.running:
                 obs = self.runner.run(case, scenario, start=Start(case_dir, provider, prefix,

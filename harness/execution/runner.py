@@ -131,14 +131,14 @@ class CaseRunner:
         """The last guard (commands check first): never give an agent what it cannot take."""
         problems = unmet(self.config.adapter, [scenario])
         for step in case.schedule:
-            lacking = self._fault(step.fault).requires - self.config.adapter.capabilities
+            lacking = self.fault(step.fault).requires - self.config.adapter.capabilities
             if lacking:
                 problems.append(f"fault {step.fault!r} needs {', '.join(sorted(lacking))}, which agent "
                                 f"{self.config.adapter.name!r} does not declare")
         if problems:
             raise Unsupported("; ".join(problems))
 
-    def _fault(self, name: str) -> FaultKind:
+    def fault(self, name: str) -> FaultKind:
         if name not in self._faults:
             self._faults[name] = fault_named(name)
         return self._faults[name]
@@ -190,7 +190,7 @@ class CaseRunner:
                 # recover: the caller's `run` failed, and a caller retries it. Anything later
                 # must be recovered, never re-submitted.
                 # Once accepted, always: the store is only read until the task is in it.
-                accepted = accepted or (restart and self._accepted(base, incarnations, probes))
+                accepted = accepted or (restart and self.accepted(base, incarnations, probes))
                 spec, args, policies = _command(cfg.adapter, base, scenario, accepted)
                 record = IncarnationRecord(index, "recover" if accepted else "run", policies,
                                            requests_before=len(cfg.provider.requests(case_key)),
@@ -268,7 +268,7 @@ class CaseRunner:
                           retry_delay_s=scenario.agent.retry_delay_s,
                           provider_timeout_s=scenario.agent.provider_timeout_s, fsync=self.config.fsync)
 
-    def _accepted(self, spec: LaunchSpec, incarnations: list[IncarnationRecord],
+    def accepted(self, spec: LaunchSpec, incarnations: list[IncarnationRecord],
                   probes: bool = True) -> bool:
         """Whether the task is in the agent's store, so the next incarnation must recover it.
 
@@ -302,7 +302,7 @@ class CaseRunner:
         started = time.monotonic()
         adapter = self.config.adapter
         # An observing fault's incarnation: a fresh process under strace, the session imaged first.
-        crash_fault = self._fault(step.fault) if step is not None else None
+        crash_fault = self.fault(step.fault) if step is not None else None
         observing = crash_fault is not None and observes_of(crash_fault)
         spawner, trace = self.config.spawner, case_dir / f"inc{record.index}.strace"
         before = image_of(spec.session) if observing else None
@@ -350,7 +350,7 @@ class CaseRunner:
                             record.nondeterministic = (
                                 f"incarnation {record.index} event {event.n} was {event.point}, "
                                 f"the recording listed {step.point}")
-                        fault = self._fault(step.fault)
+                        fault = self.fault(step.fault)
                         if (at_crash_of(fault) is AtCrash.FREEZE and freezer is not None
                                 and not record.nondeterministic):
                             record.frozen_at = event.n
@@ -404,7 +404,7 @@ class CaseRunner:
                 f"{step.label} (exit code {record.exit_code}): the recording promised it")
             return
         record.killed_at_call = f"{step.kind} {step.n} of {step.label}"
-        self._fault(step.fault).apply(self.config.adapter, spec)
+        self.fault(step.fault).apply(self.config.adapter, spec)
 
     def _injected(self, fault: InjectingFault, step: CrashStep, record: IncarnationRecord,
                   spec: LaunchSpec, trace: Path, before: TreeImage) -> None:
@@ -509,7 +509,7 @@ class _Freezer:
     def frozen(self, inc: Incarnation, holder: IncarnationRecord) -> FrozenIncarnation:
         cfg, runner = self.runner.config, self.runner
         # The command a restart would run now: `recover` once the task is in the store.
-        accepted = self.accepted or runner._accepted(self.base, self.incarnations)
+        accepted = self.accepted or runner.accepted(self.base, self.incarnations)
         spec, args, policies = _command(cfg.adapter, self.base, self.scenario, accepted)
 
         def run_to_end(second: list[str], record: IncarnationRecord, output: Path, until: float) -> None:

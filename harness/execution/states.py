@@ -97,20 +97,22 @@ def _provider_renamed(state: CaseState, old: str, new: str) -> CaseState:
     return dataclasses.replace(state, records=records, responses=data["responses"])
 
 
-def key(case_dir: Path, provider: CaseState, *context: object) -> str:
+def key(case_dir: Path, provider: CaseState, *context: object, name: str | None = None) -> str:
     """What recovery can observe, hashed: every file of the tree (relative path and bytes) and
-    the provider state, with the directory's name masked, and `context` (the scenario, the
-    command the next incarnation runs, its index)."""
-    name = case_dir.name.encode()
+    the provider state, with the case directory's name (`name`, default `case_dir`'s: a snapshot
+    is keyed with the name of the directory it was taken in) masked, and `context` (the
+    scenario, the command the next incarnation runs, its index)."""
+    dir_name = name or case_dir.name
+    masked = dir_name.encode()
     h = hashlib.sha256()
     for path in _files(case_dir):
         rel = path.relative_to(case_dir).as_posix().encode()
         h.update(len(rel).to_bytes(4, "big") + rel)
-        data = path.read_bytes().replace(name, MASK.encode())
+        data = path.read_bytes().replace(masked, MASK.encode())
         h.update(len(data).to_bytes(8, "big") + data)
     state = json.dumps(provider.to_json(), ensure_ascii=False, sort_keys=True)
-    h.update(state.replace(case_dir.name, MASK).encode())
-    h.update(json.dumps([str(c) for c in context]).replace(case_dir.name, MASK).encode())
+    h.update(state.replace(dir_name, MASK).encode())
+    h.update(json.dumps([str(c) for c in context]).replace(dir_name, MASK).encode())
     return h.hexdigest()
 
 
