@@ -18,6 +18,7 @@ from typing import Any
 from tabulate import tabulate
 
 from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.reports.groups import steps_of
 from crashmatrix.reports.html_style import CSP, CSS
 
 
@@ -48,8 +49,10 @@ class Cell:
                 "repro": self.repro, "reason": self.reason}
 
 
-def _order(r: CaseResult) -> tuple[int, str]:
-    return (r.depth, r.case)
+def _order(r: CaseResult) -> tuple[int, tuple[tuple[int, str, str, str], ...], str]:
+    # By what the case is: depth, then each step's number as a number (a 100th event after a 99th).
+    schedule = steps_of(r.case) or ()
+    return (r.depth, tuple((s.n, s.kind, s.label, s.fault) for s in schedule), r.case)
 
 
 def cell(scenario: str, agent: str, results: Sequence[CaseResult]) -> Cell:

@@ -370,7 +370,9 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
 @click.option("--shard", metavar="K/N", help="Run only shard K of N (combine with `merge`).")
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary object on stdout.")
-@click.option("--keep", is_flag=True, help="Keep every case's session and workspace under OUT/cases.")
+@click.option("--keep", is_flag=True,
+              help="Keep every case's session and workspace under OUT/cases (with --states, a case "
+                   "that shared another's recovery has no tree of its own: that case's is kept).")
 @click.option("--require-coverage", is_flag=True,
               help="Fail (exit 1) when a recovery branch the agent declares was never reached.")
 @click.option("--line-coverage", is_flag=True,

@@ -2,7 +2,7 @@
 
 The states path is sound only for an agent whose recovery is a function of what it can observe.
 An audited case runs both ways; any difference in what the verdict rests on (verdict, violated
-invariants, recovery branches, commits, requests, exit codes, events) makes the case
+invariants, recovery branches, commits, requests, exit codes, events, invariants exercised) makes the case
 `nondeterministic`, with both sides in its note: the agent's recovery reads something outside
 the case tree (a clock, a random number, a file elsewhere), and its states cannot be shared.
 """
@@ -31,7 +31,8 @@ def audited(case: Case, share: float) -> bool:
 def essentials(r: CaseResult) -> dict[str, Any]:
     """What a verdict rests on, without timings."""
     return {"verdict": r.verdict.value, "invariants": r.invariants, "branches": r.branches,
-            "commits": r.commits, "requests": r.requests, "exit_codes": r.exit_codes, "trace": r.trace}
+            "commits": r.commits, "requests": r.requests, "exit_codes": r.exit_codes, "trace": r.trace,
+            "exercised": r.exercised}
 
 
 def compared(from_state: CaseResult, real: CaseResult) -> CaseResult:

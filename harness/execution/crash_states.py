@@ -98,7 +98,9 @@ class CrashStates:
             capture = Capture(case.depth + 1, self._dest(case))
         with self.running:
             obs = self.runner.run(case, scenario, capture=capture, settled=self.settled)
-        if capture is not None:
+        # A run with a second process in it (`second`) is not a prefix a state can stand for: its
+        # intruder is part of what its children must be judged on, so they run as real kills.
+        if capture is not None and not obs.intrusions:
             self._keep(case, _Execution(obs.incarnations, capture.snaps, obs.workspace_before))
         return obs
 
@@ -137,17 +139,19 @@ class CrashStates:
         case_dir = self.runner.config.work_root / case_dir_name(case)
         shutil.rmtree(case_dir, ignore_errors=True)
         restored: CaseState | None = None
+        # Once accepted, always (as a real run has it): an incarnation of the prefix recovered.
+        recovering = any(i.command == "recover" for i in prefix)
         if step.fault == KILL.name:
             # A plain kill changes nothing after the kill: the snapshot is the state, keyed where
             # it lies (its own directory name masked), and copied only if this case runs it.
             spec = self.runner.spec_for(snap.path, scenario)
-            accepted = self.runner.accepted(spec, prefix)
+            accepted = recovering or self.runner.accepted(spec, prefix)
             key = states.key(snap.path, snap.provider, scenario.name, d, accepted, name=snap.dir_name)
         else:
             restored = states.restore(snap, case_dir)
             spec = self.runner.spec_for(case_dir, scenario)
             self.runner.fault(step.fault).apply(self.runner.config.adapter, spec)
-            accepted = self.runner.accepted(spec, prefix)
+            accepted = recovering or self.runner.accepted(spec, prefix)
             key = states.key(case_dir, restored, scenario.name, d, accepted)
         with self._lock:
             self.tally.points[scenario.name] += 1

@@ -117,6 +117,9 @@ PARTLY_FROM_PROBES: Mapping[InvariantId, str] = MappingProxyType({
                               "the retry a recovery owes)",
     InvariantId.FINAL_ENDS_RUN: "where the final answer's commit landed (its commit probes) (judged: "
                                 "no request's history goes on past a final answer)",
+    InvariantId.SCENARIO_ORACLE: "whether a crash came before a line rule's boundary (a rule with "
+                                 "missing_ok_if_crash_before then accepts the line missing after "
+                                 "any crash) (judged: files, line counts and the run's outcome)",
 })
 
 
@@ -166,8 +169,23 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
                 continue
             out += check(obs, scenario)
     order = list(CHECKS)
-    return Judgement(out, sorted(skipped + partly, key=lambda n: order.index(n.invariant)),
+    return Judgement(out, sorted(_merged(skipped, partly), key=lambda n: order.index(n.invariant)),
                      [i for i in order if i in arose])
+
+
+def _merged(skipped: list[NotApplicable], partly: list[NotApplicable]) -> list[NotApplicable]:
+    """One entry per invariant: not judged at all wins over partly; two reasons are joined."""
+    whole: dict[InvariantId, NotApplicable] = {}
+    for n in skipped:
+        whole.setdefault(n.invariant, n)
+    part: dict[InvariantId, NotApplicable] = {}
+    for n in partly:
+        if n.invariant in whole:
+            continue
+        seen = part.get(n.invariant)
+        joined = n if seen is None else dataclasses.replace(seen, reason=f"{seen.reason}; {n.reason}")
+        part[n.invariant] = joined
+    return [*whole.values(), *part.values()]
 
 
 def verify(obs: Observation, scenario: Scenario) -> list[Violation]:

@@ -15,10 +15,13 @@ def _before(landed: Pos | None, at: Pos) -> bool:
 
 def site_effects(trace: Trace, table: CallTable) -> dict[int, list[Located]]:
     """Effect events by site index. An event belongs to the latest site with its call id (and
-    tool) whose assistant message was committed before it ran: reused ids stay apart. With none,
-    to the first such site the same incarnation committed after it: an agent that saves a call
-    together with its result, once the tool has run (the OpenAI Agents SDK's session does), ran
-    that call; whether it recorded it first is intent-before-effect's question, not this one."""
+    tool) whose assistant message was committed before it ran: reused ids stay apart.
+
+    An agent may save a call together with its result once the tool has run (the OpenAI Agents
+    SDK's session does): then the call it ran is the first such site the same incarnation
+    committed after the effect, when no earlier site is still open (one whose result had already
+    landed is answered: a reused id's next turn is not a re-run of it). Whether the agent recorded
+    its intent first is intent-before-effect's question, not this one."""
     found: dict[int, list[Located]] = {s.index: [] for s in table.sites}
     for ev in trace.effects():
         same_id = [s for s in table.sites if s.call_id == ev.call_id]
@@ -26,11 +29,18 @@ def site_effects(trace: Trace, table: CallTable) -> dict[int, list[Located]]:
         earlier = [s for s in same_tool if _before(trace.commit_pos(s.assistant.seq), ev.pos)]
         later = [s for s in same_tool if (p := trace.commit_pos(s.assistant.seq)) is not None
                  and p[0] == ev.inc and ev.pos < p]
-        if earlier:
+        if earlier and (not later or not _answered(trace, earlier[-1], ev)):
             found[earlier[-1].index].append(ev)
         elif later:
             found[later[0].index].append(ev)
+        elif earlier:
+            found[earlier[-1].index].append(ev)
     return found
+
+
+def _answered(trace: Trace, site: CallSite, ev: Located) -> bool:
+    """Whether a result of `site` had landed (its commit placed by a probe) before `ev`."""
+    return any((p := trace.commit_pos(r.seq)) is not None and p < ev.pos for r in site.results)
 
 
 def befores(events: list[Located]) -> list[Located]:

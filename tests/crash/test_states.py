@@ -64,3 +64,22 @@ def test_an_agent_that_does_not_declare_its_state_in_tree_is_refused(tmp_path: P
                           timeout=60, check=False, cwd=toy)
     assert proc.returncode == 2, proc.stderr
     assert "does not declare 'state-in-tree'" in proc.stderr
+
+
+def test_a_run_with_a_second_process_is_no_state_for_its_children() -> None:
+    """Its intruder is part of what a child is judged on (one-writer): the child runs as a kill."""
+    from crashmatrix.harness.cli.run import _runner_config  # noqa: PLC0415 - the CLI's own setup
+    from crashmatrix.harness.execution.crash_states import CrashStates  # noqa: PLC0415
+    from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
+    from crashmatrix.harness.records.case import Case  # noqa: PLC0415
+    from crashmatrix.scenarios import load_builtin  # noqa: PLC0415
+
+    scenario = load_builtin()["changelog-fast"]
+    parent = Case.parse("changelog-fast/14:effect.before:append_note/second")
+    child = Case.parse("changelog-fast/14:effect.before:append_note/second+01:recovery.branch:"
+                       "nothing.no_open_run/kill")
+    with _runner_config("durable-agent", 60.0, False, False) as cfg:
+        states = CrashStates(CaseRunner(cfg), cfg.work_root)
+        obs = states.record(parent, scenario, may_extend=True)
+        assert obs.intrusions, "the parent ran a second process"
+        assert not states.usable(child, scenario)

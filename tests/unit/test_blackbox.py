@@ -131,3 +131,15 @@ def test_without_probes_effects_and_recovered_requests_are_seen_from_the_harness
     unchanged = dataclasses.replace(blind, workspace_after=blind.workspace_before,
                                     transcript=dataclasses.replace(blind.transcript, messages=no_results))
     assert Id.AT_MOST_ONCE not in exercised(unchanged)
+
+
+def test_without_probes_and_without_a_store_each_invariant_is_listed_once() -> None:
+    obs = dataclasses.replace(lost_intent_builder().build(), probes=False, store_read=False)
+    listed = [n.invariant for n in judge(obs, changelog_scenario()).not_applicable]
+    assert len(listed) == len(set(listed))
+    at_most_once = next(n for n in judge(obs, changelog_scenario()).not_applicable
+                        if n.invariant is Id.AT_MOST_ONCE)
+    assert "no 'store' capability" in at_most_once.reason
+    assert "without probes" in at_most_once.reason
+    assert Id.SCENARIO_ORACLE in {n.invariant for n in judge(dataclasses.replace(obs, store_read=True),
+                                                              changelog_scenario()).not_applicable}

@@ -77,3 +77,9 @@ def test_the_page_escapes_what_it_shows() -> None:
     assert "<b>" not in page.split("<body>", 1)[1].replace("<br>", "")
     assert "&lt;x&gt;" in page
     assert "&lt;b&gt;" in page
+
+
+def test_the_first_failing_case_counts_event_numbers_as_numbers() -> None:
+    late = [result("s/100:commit.after:m/kill", Verdict.FAIL, "pairing"),
+            result("s/99:commit.after:m/kill", Verdict.FAIL, "pairing")]
+    assert cell("s", "a", late).first_case == "s/99:commit.after:m/kill"

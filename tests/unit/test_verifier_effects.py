@@ -279,3 +279,19 @@ def test_an_effect_saved_with_its_call_afterwards_backs_that_calls_result() -> N
     assert InvariantId.NO_SILENT_SUCCESS not in ids(check(_saved_after_the_effect(restart_between=False)))
     # Saved by another incarnation, which never ran it: a success without evidence.
     assert InvariantId.NO_SILENT_SUCCESS in ids(check(_saved_after_the_effect(restart_between=True)))
+
+
+def test_a_reused_call_id_saved_after_each_effect_charges_each_effect_to_its_own_turn() -> None:
+    """Two turns with the same call id, each call saved with its result after the tool ran: the
+    second effect belongs to the second turn (the first was answered), not to a re-run."""
+    b = ObservationBuilder()
+    run_id = b.start()
+    for _ in range(2):
+        b.poll()
+        b.request(tool_calls=1, reply={"role": "assistant", "content": None, "tool_calls": [APPEND]})
+        content, _ = b.effect(APPEND)
+        assistant = R.message(b.msg_id(), run_id, Role.ASSISTANT, None, tool_calls=[APPEND])
+        b.commit([assistant, b.result_entry(run_id, b.msg_id(), APPEND, content)])
+    found = ids(check(b.build()))
+    assert Id.AT_MOST_ONCE not in found
+    assert Id.NO_SILENT_SUCCESS not in found
