@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -22,4 +22,6 @@ class RequestRecord:
     pairing: bool = False  # refused (400) for breaking the API's pairing rule
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Its fields as JSON data, sharing (not copying) the message lists: `asdict` deep-copies
+        every message, which was most of a crash state's key (`--states`). Read it, never mutate it."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -13,12 +13,11 @@ This module imports no framework code: listing the agents must work without the 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, python_program
 from crashmatrix.harness.records.transcript import Transcript
+from crashmatrix.integrations.hosting import HostedAdapter
 from crashmatrix.integrations.langgraph import store
 from crashmatrix.integrations.langgraph.settings import APP_ENV, DEFAULT_APP, EXAMPLE_DIR, HOST, QUIET_ENV
 
@@ -28,53 +27,16 @@ from crashmatrix.integrations.langgraph.settings import APP_ENV, DEFAULT_APP, EX
 PRELOAD = ("crashmatrix.integrations.langgraph.warm",)
 
 
-class LangGraphAdapter:
+class LangGraphAdapter(HostedAdapter):
     name = "langgraph"
     program = python_program(HOST)
+    host, preload, app_env, default_app = HOST, PRELOAD, APP_ENV, DEFAULT_APP
+    example_dir, quiet_env = EXAMPLE_DIR, QUIET_ENV
     # kill and a store reader. Not `tear` (SQLite commits whole or not at all; a torn page is
     # the `power` model's business), not `file-store` (SQLite's journal and page writes are not
     # what the power model follows), not `concurrent` (nothing stops two processes on one
     # thread; declaring it would only show that, at a high price in cases), not `inbox`.
     capabilities = frozenset({Capability.KILL, Capability.STORE})
-
-    def __init__(self, app: str | None = None) -> None:
-        self._app = app  # None: from the environment, else the example
-
-    def with_app(self, app: str) -> LangGraphAdapter:
-        """This adapter for the graph factory `MODULE:ATTR`."""
-        return LangGraphAdapter(app)
-
-    @property
-    def app(self) -> str:
-        return self._app or os.environ.get(APP_ENV) or DEFAULT_APP
-
-    @property
-    def python(self) -> PythonEntry:
-        # --line-coverage measures the app's own package (the host is ours, not the user's).
-        package = self.app.partition(":")[0].partition(".")[0]
-        return PythonEntry(HOST, f"{HOST}:main", PRELOAD, coverage_source=package)
-
-    def _paths(self) -> list[str]:
-        # The example is found in this checkout; a user's app from where crashmatrix runs.
-        return [str(EXAMPLE_DIR)] if self.app == DEFAULT_APP else [os.getcwd()]
-
-    def _where(self, spec: LaunchSpec) -> list[str]:
-        flags = ["--app", self.app]
-        for path in self._paths():
-            flags += ["--path", path]
-        return [*flags, *_args(spec)]
-
-    def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
-        where = self._where(spec)
-        return [*where[:-3], "run", *where[-3:], task]
-
-    def recover_args(self, spec: LaunchSpec) -> list[str]:
-        where = self._where(spec)
-        return [*where[:-3], "recover", *where[-3:]]
-
-    def env(self) -> dict[str, str]:
-        # Also set by the host itself; here too so a fresh interpreter has them from its start.
-        return {**QUIET_ENV, APP_ENV: self.app}
 
     # What a LangGraph app does not promise (reported as not applicable, with this reason, in
     # every summary; store.py says what each other invariant reads from its store).
@@ -89,10 +51,6 @@ class LangGraphAdapter:
 
     def read_transcript(self, spec: LaunchSpec) -> Transcript:
         return store.read_transcript(spec.session)
-
-
-def _args(spec: LaunchSpec) -> list[str]:
-    return [str(Path(spec.session).resolve()), str(Path(spec.workspace).resolve()), spec.provider_url]
 
 
 ADAPTER = LangGraphAdapter()  # registered as `langgraph` in pyproject.toml

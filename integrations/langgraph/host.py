@@ -23,7 +23,6 @@ the probe channel.
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import os
 import sqlite3
@@ -35,33 +34,20 @@ from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from crashmatrix.integrations.hosting import host_parser, import_app
 from crashmatrix.integrations.langgraph import seams, store
 from crashmatrix.integrations.langgraph.settings import APP_ENV, DEFAULT_APP, QUIET_ENV
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="crashmatrix.integrations.langgraph.host")
-    p.add_argument("--app", default=os.environ.get(APP_ENV) or DEFAULT_APP)
-    p.add_argument("--path", action="append", default=[])
-    p.add_argument("command", choices=["run", "recover"])
-    p.add_argument("session", type=Path)
-    p.add_argument("workspace", type=Path)
-    p.add_argument("provider_url")
-    p.add_argument("task", nargs="?")
-    return p
+    return host_parser("crashmatrix.integrations.langgraph.host", APP_ENV, DEFAULT_APP)
 
 
 def load_factory(ref: str, paths: list[str]) -> Any:
     """The callable `MODULE:ATTR` names, importing MODULE with `paths` first on sys.path."""
-    module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"--app {ref!r}: expected MODULE:ATTR, e.g. mypkg.graph:build")
-    for path in reversed(paths):
-        if path not in sys.path:
-            sys.path.insert(0, path)
-    factory = getattr(importlib.import_module(module_name), attr)
+    factory = import_app(ref, paths, "mypkg.graph:build")
     if not callable(factory):
-        raise ValueError(f"--app {ref!r}: {attr} is not callable")
+        raise ValueError(f"--app {ref!r}: {ref.partition(':')[2]} is not callable")
     return factory
 
 

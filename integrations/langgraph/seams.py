@@ -19,9 +19,6 @@ harness is gone: the process ends at once (exit 3), from whichever thread saw it
 from __future__ import annotations
 
 import contextlib
-import os
-import sys
-import threading
 from collections.abc import Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -31,22 +28,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
+from crashmatrix.integrations.hosting import emit, serialised
 from crashmatrix.integrations.langgraph import store
-from crashmatrix.probe import ProbeDetached, probe
-
-DETACHED_EXIT = 3  # the harness closed the channel: take no further step
-_probe_lock = threading.RLock()  # re-entrant: a commit holds it across its three events
-
-
-def emit(kind: str, label: str, **detail: Any) -> None:
-    """One probe event, serialised across threads; exits the process if the harness is gone."""
-    with _probe_lock:
-        try:
-            probe(kind, label, **detail)
-        except ProbeDetached:
-            with contextlib.suppress(Exception):
-                sys.stderr.flush()
-            os._exit(DETACHED_EXIT)
 
 
 class Commits:
@@ -63,7 +46,7 @@ class Commits:
 
     @contextlib.contextmanager
     def commit(self, key: store.Key, label: str) -> Iterator[None]:
-        with _probe_lock:
+        with serialised():
             seq = self.seq(key)
             emit("commit.before", label, seq=seq)
             yield  # the write; an exception skips the events after it (it never landed)

@@ -31,15 +31,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crashmatrix.harness.records.transcript import Call, Message, Run, Transcript
+from crashmatrix.integrations.hosting import read_sqlite_copy
 
 DB = "checkpoints.sqlite"  # in the session directory
 # SQLite keeps committed pages in these beside the database (WAL mode, or a hot rollback
@@ -147,19 +146,11 @@ def read_transcript(session: Path) -> Transcript:
     db = session / DB
     if thread_id is None or not db.exists():
         return Transcript()
-    with tempfile.TemporaryDirectory(prefix="crashmatrix-langgraph-") as tmp:
-        copy = Path(tmp) / DB
-        for suffix in ("", *COMPANIONS):
-            source = session / f"{DB}{suffix}"
-            if source.exists():
-                shutil.copyfile(source, f"{copy}{suffix}")
-        conn = sqlite3.connect(copy)
-        try:
-            rows = _rows(conn, thread_id, payloads=True)
-        except sqlite3.DatabaseError as exc:
-            return Transcript(integrity_error=f"{DB}: {exc}")
-        finally:
-            conn.close()
+    try:
+        rows = read_sqlite_copy(session, DB, COMPANIONS, "crashmatrix-langgraph-",
+                                lambda conn: _rows(conn, thread_id, payloads=True))
+    except sqlite3.DatabaseError as exc:
+        return Transcript(integrity_error=f"{DB}: {exc}")
     return transcript_of(rows.commits, rows.payloads)
 
 

@@ -14,12 +14,11 @@ This module imports no framework code: listing the agents must work without the 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, python_program
 from crashmatrix.harness.records.transcript import Transcript
+from crashmatrix.integrations.hosting import HostedAdapter
 from crashmatrix.integrations.openai_agents import store
 from crashmatrix.integrations.openai_agents.settings import APP_ENV, DEFAULT_APP, EXAMPLE_DIR, HOST, QUIET_ENV
 
@@ -28,52 +27,17 @@ from crashmatrix.integrations.openai_agents.settings import APP_ENV, DEFAULT_APP
 PRELOAD = ("crashmatrix.integrations.openai_agents.warm",)
 
 
-class OpenAIAgentsAdapter:
+class OpenAIAgentsAdapter(HostedAdapter):
     name = "openai-agents"
     program = python_program(HOST)
+    host, preload, app_env, default_app = HOST, PRELOAD, APP_ENV, DEFAULT_APP
+    example_dir, quiet_env = EXAMPLE_DIR, QUIET_ENV
     # kill, a store reader, and file-store: the session is one SQLite database (and its -wal and
     # -shm files) in the session directory, written by the agent's own process, so black-box
     # crash points and the power model can act on its writes. Not `tear` (SQLite commits whole
     # or not at all), not `concurrent` (nothing stops two processes on one session; declaring it
     # would only show that), not `inbox` (an SDK run takes its input when it starts).
     capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.FILE_STORE})
-
-    def __init__(self, app: str | None = None) -> None:
-        self._app = app  # None: from the environment, else the example
-
-    def with_app(self, app: str) -> OpenAIAgentsAdapter:
-        """This adapter for the agent factory `MODULE:ATTR`."""
-        return OpenAIAgentsAdapter(app)
-
-    @property
-    def app(self) -> str:
-        return self._app or os.environ.get(APP_ENV) or DEFAULT_APP
-
-    @property
-    def python(self) -> PythonEntry:
-        # --line-coverage measures the app's own package (the host is ours, not the user's).
-        package = self.app.partition(":")[0].partition(".")[0]
-        return PythonEntry(HOST, f"{HOST}:main", PRELOAD, coverage_source=package)
-
-    def _paths(self) -> list[str]:
-        # The example is found in this checkout; a user's app from where crashmatrix runs.
-        return [str(EXAMPLE_DIR)] if self.app == DEFAULT_APP else [os.getcwd()]
-
-    def _flags(self) -> list[str]:
-        flags = ["--app", self.app]
-        for path in self._paths():
-            flags += ["--path", path]
-        return flags
-
-    def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
-        return [*self._flags(), "run", *_where(spec), task]
-
-    def recover_args(self, spec: LaunchSpec) -> list[str]:
-        return [*self._flags(), "recover", *_where(spec)]
-
-    def env(self) -> dict[str, str]:
-        # Also set by the host itself; here too so a fresh interpreter has them from its start.
-        return {**QUIET_ENV, APP_ENV: self.app}
 
     # What an Agents SDK app does not promise (reported as not applicable, with this reason, in
     # every summary).
@@ -88,10 +52,6 @@ class OpenAIAgentsAdapter:
 
     def read_transcript(self, spec: LaunchSpec) -> Transcript:
         return store.read_transcript(spec.session)
-
-
-def _where(spec: LaunchSpec) -> list[str]:
-    return [str(Path(spec.session).resolve()), str(Path(spec.workspace).resolve()), spec.provider_url]
 
 
 ADAPTER = OpenAIAgentsAdapter()  # registered as `openai-agents` in pyproject.toml

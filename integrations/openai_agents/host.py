@@ -36,18 +36,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib
 import os
 import sys
 import traceback
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 from agents import Agent, RunConfig, Runner, SQLiteSession, set_trace_processors, set_tracing_disabled
 from agents.models.multi_provider import MultiProvider
 
+from crashmatrix.integrations.hosting import host_parser, import_app
 from crashmatrix.integrations.openai_agents import seams, store
 from crashmatrix.integrations.openai_agents.settings import APP_ENV, DEFAULT_APP, QUIET_ENV
 
@@ -56,30 +55,17 @@ P = ParamSpec("P")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="crashmatrix.integrations.openai_agents.host")
-    p.add_argument("--app", default=os.environ.get(APP_ENV) or DEFAULT_APP)
-    p.add_argument("--path", action="append", default=[])
-    p.add_argument("command", choices=["run", "recover"])
-    p.add_argument("session", type=Path)
-    p.add_argument("workspace", type=Path)
-    p.add_argument("provider_url")
-    p.add_argument("task", nargs="?")
-    return p
+    return host_parser("crashmatrix.integrations.openai_agents.host", APP_ENV, DEFAULT_APP)
 
 
 def load_agent(ref: str, paths: list[str]) -> Agent[Any]:
     """The agent `MODULE:ATTR` names (a factory, called with no arguments, or an Agent),
     importing MODULE with `paths` first on sys.path."""
-    module_name, sep, attr = ref.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"--app {ref!r}: expected MODULE:ATTR, e.g. mypkg.agent:build")
-    for path in reversed(paths):
-        if path not in sys.path:
-            sys.path.insert(0, path)
-    found = getattr(importlib.import_module(module_name), attr)
+    found = import_app(ref, paths, "mypkg.agent:build")
     agent = found if isinstance(found, Agent) else found() if callable(found) else None
     if not isinstance(agent, Agent):
-        raise ValueError(f"--app {ref!r}: {attr} is neither an Agent nor a factory returning one")
+        raise ValueError(f"--app {ref!r}: {ref.partition(':')[2]} is neither an Agent nor a factory "
+                         "returning one")
     return agent
 
 

@@ -24,34 +24,17 @@ detached probe channel means the harness is gone: the process ends at once (exit
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
-import sys
-import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from agents import Agent, Model, ModelProvider, RunContextWrapper, RunHooks, SQLiteSession, Tool
 from agents.items import ModelResponse
 
+from crashmatrix.integrations.hosting import emit
 from crashmatrix.integrations.openai_agents import store
-from crashmatrix.probe import ProbeDetached, probe
 
-DETACHED_EXIT = 3  # the harness closed the channel: take no further step
-_probe_lock = threading.Lock()  # probes come from the event loop's thread and tool threads
 _PROBED = "_crashmatrix_probed"  # marks a model instance whose methods are wrapped already
-
-
-def emit(kind: str, label: str, **detail: Any) -> None:
-    """One probe event, serialised across threads; exits the process if the harness is gone."""
-    with _probe_lock:
-        try:
-            probe(kind, label, **detail)
-        except ProbeDetached:
-            with contextlib.suppress(Exception):
-                sys.stderr.flush()
-            os._exit(DETACHED_EXIT)
 
 
 class ProbeHooks(RunHooks[Any]):

@@ -35,15 +35,14 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from crashmatrix.harness.records.transcript import Call, Message, Run, Transcript
+from crashmatrix.integrations.hosting import read_sqlite_copy
 
 DB = "session.sqlite"  # in the session directory
 SESSION_ID = "crashmatrix"  # the SDK session's id (one per session directory)
@@ -134,26 +133,18 @@ def read_items(session: Path) -> Rows:
     db = session / DB
     if not db.exists():
         return Rows()
-    with tempfile.TemporaryDirectory(prefix="crashmatrix-openai-agents-") as tmp:
-        copy = Path(tmp) / DB
-        for suffix in ("", *COMPANIONS):
-            source = session / f"{DB}{suffix}"
-            if source.exists():
-                shutil.copyfile(source, f"{copy}{suffix}")
-        conn = sqlite3.connect(copy)
-        try:
-            try:
-                rows = conn.execute(
-                    f"SELECT id, message_data FROM {MESSAGES_TABLE} WHERE session_id = ? ORDER BY id",
-                    (SESSION_ID,)).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return Rows()  # the schema is made before the first write: nothing saved yet
-                return Rows(error=f"{DB}: {exc}")
-            except sqlite3.DatabaseError as exc:
-                return Rows(error=f"{DB}: {exc}")
-        finally:
-            conn.close()
+    def select(conn: sqlite3.Connection) -> list[Any]:
+        return conn.execute(f"SELECT id, message_data FROM {MESSAGES_TABLE} WHERE session_id = ? "
+                            "ORDER BY id", (SESSION_ID,)).fetchall()
+
+    try:
+        rows = read_sqlite_copy(session, DB, COMPANIONS, "crashmatrix-openai-agents-", select)
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return Rows()  # the schema is made before the first write: nothing saved yet
+        return Rows(error=f"{DB}: {exc}")
+    except sqlite3.DatabaseError as exc:
+        return Rows(error=f"{DB}: {exc}")
     out = Rows()
     for row_id, data in rows:
         try:

@@ -17,15 +17,14 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.frameworks import CLI, CONNECT, ROOT, Verdicts, crashmatrix, outside_loopback, verdicts
+
 pytestmark = pytest.mark.crash
-ROOT = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "crashmatrix"]
 LINE = "修复登录超时"
 
 # Skipped where the extra is not installed (the reason says so in pytest's summary); never in CI
@@ -53,23 +52,6 @@ HELD = {
 # Every other restart re-sends the input: the task is in the history twice.
 RESENT = ["continuation"]
 
-
-Verdicts = dict[str, tuple[str, list[str]]]  # case id -> (verdict, violated invariants)
-
-
-def crashmatrix(*args: str, cwd: Path, env: dict[str, str] | None = None,
-                timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout, check=False)
-
-
-def verdicts(out: Path) -> Verdicts:
-    """case id -> (verdict, violated invariants), from a run's results.jsonl."""
-    found = {}
-    for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
-        found[r["case"]] = (r["verdict"], sorted({v["invariant"] for v in r["violations"]}))
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -121,9 +103,6 @@ def test_a_second_run_gives_the_same_cases_and_verdicts(
     assert second == {case: first[case] for case in second}
 
 
-CONNECT = re.compile(r"connect\(\d+, \{sa_family=(AF_\w+)(.*?)\}")
-
-
 @pytest.fixture(scope="module")
 def traced_repro(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[tuple[str, str]]]:
     """`repro` of the doubled append, the harness and every process it starts under strace (the
@@ -162,7 +141,6 @@ def test_repro_shows_the_two_appends(traced_repro: tuple[str, list[tuple[str, st
 @needs_sdk
 def test_a_hosted_run_connects_only_to_127_0_0_1(traced_repro: tuple[str, list[tuple[str, str]]]) -> None:
     _, seen = traced_repro
-    inet = [(family, rest) for family, rest in seen if family in ("AF_INET", "AF_INET6")]
+    inet, outside = outside_loopback(seen)
     assert inet, "the fake provider was never reached: the trace saw no connection"
-    outside = [(family, rest) for family, rest in inet if 'inet_addr("127.0.0.1")' not in rest]
     assert outside == [], outside
