@@ -61,6 +61,25 @@ def host_parser(prog: str, app_env: str, default_app: str) -> argparse.ArgumentP
     return p
 
 
+def host_args(parser: argparse.ArgumentParser, argv: list[str] | None,
+              quiet_env: Mapping[str, str]) -> argparse.Namespace | int:
+    """The host's command line, parsed, with `session` and `workspace` resolved and the session
+    folder made, and the hosted run's environment set (`quiet_env`, and `OPENAI_BASE_URL` at the
+    provider); or the exit code (2 for bad usage)."""
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if args.command == "run" and args.task is None:
+        print("run needs a TASK", file=sys.stderr)
+        return 2
+    args.session, args.workspace = args.session.resolve(), args.workspace.resolve()
+    args.session.mkdir(parents=True, exist_ok=True)
+    os.environ.update(quiet_env)
+    os.environ["OPENAI_BASE_URL"] = args.provider_url
+    return args
+
+
 def import_app(ref: str, paths: list[str], example: str) -> Any:
     """What `MODULE:ATTR` names, importing MODULE with `paths` first on sys.path (ValueError
     naming `example` for a malformed reference)."""

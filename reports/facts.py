@@ -7,12 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import CaseResult, not_applicable
 from crashmatrix.harness.records.run_record import LineCoverageRecord
 from crashmatrix.reports import groups
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
-from crashmatrix.reports.groups import distinct_failures
+from crashmatrix.reports.groups import distinct_failures, steps_of
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ BLIND = ("not measured: the agent ran without probes (--black-box), and recovery
 def branch_facts(results: Sequence[CaseResult], declared: Sequence[str]) -> BranchFacts:
     rows = branch_coverage(results, declared)
     listed = [c for c in rows if c.declared]
-    blind = any(r.store_calls or Case.parse(r.case).blackbox for r in results)
+    blind = any(r.store_calls or any(s.blackbox for s in steps_of(r.case) or ()) for r in results)
     return BranchFacts(
         reached=sum(1 for c in listed if c.status is BranchStatus.REACHED), declared=len(listed),
         unreached=tuple(c.branch for c in listed if c.status is BranchStatus.UNREACHED),

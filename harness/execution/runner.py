@@ -150,19 +150,18 @@ class CaseRunner:
         runs already made from a byte-identical final state, reused (`--states`)."""
         cfg = self.config
         self._check_supported(case, scenario)
+        # Restored from a snapshot, its fault applied, by the caller (crash_states), or made here.
+        case_dir = start.case_dir if start is not None else cfg.work_root / case_dir_name(case)
+        workspace, session = case_dir / "ws", case_dir / "session"
         if start is None:
-            case_dir = cfg.work_root / case_dir_name(case)
             shutil.rmtree(case_dir, ignore_errors=True)
-            workspace, session = case_dir / "ws", case_dir / "session"
             workspace.mkdir(parents=True)
             for rel, text in scenario.workspace.items():
                 target = workspace / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
             before = snapshot(workspace)
-        else:  # restored from the snapshot, its fault applied, by the caller (matrix_states)
-            case_dir = start.case_dir
-            workspace, session = case_dir / "ws", case_dir / "session"
+        else:
             before = start.workspace_before
         case_key = case_dir.name
         url = cfg.provider.register(case_key, scenario, None if start is None else start.provider)
@@ -173,19 +172,13 @@ class CaseRunner:
         harness_error: str | None = None
         accepted = False if start is None else start.accepted
         probes = not (cfg.blackbox or case.blackbox)
+        base = dataclasses.replace(self.spec_for(case_dir, scenario), provider_url=url)
         try:
             index = len(incarnations) + 1
             while True:
                 if self.stop.is_set():
                     raise CaseAborted(case.case_id)
                 restart = index > 1
-                base = LaunchSpec(
-                    session=session, workspace=workspace, provider_url=url,
-                    tools=[t.value for t in scenario.tools.enabled], policies={},
-                    resume_budget=scenario.agent.resume_budget, max_retries=scenario.agent.max_retries,
-                    retry_delay_s=scenario.agent.retry_delay_s,
-                    provider_timeout_s=scenario.agent.provider_timeout_s, fsync=cfg.fsync,
-                )
                 # A crash before the task was accepted (no run in the store) leaves nothing to
                 # recover: the caller's `run` failed, and a caller retries it. Anything later
                 # must be recovered, never re-submitted.
@@ -260,7 +253,8 @@ class CaseRunner:
         )
 
     def spec_for(self, case_dir: Path, scenario: Scenario) -> LaunchSpec:
-        """The spec of an incarnation in `case_dir` (no provider: for a fault acting on its files)."""
+        """The spec of an incarnation in `case_dir`, before any restart policy applies (`_command`),
+        and with no provider (`run` adds the case's; a fault acting on files needs none)."""
         return LaunchSpec(session=case_dir / "session", workspace=case_dir / "ws", provider_url="",
                           tools=[t.value for t in scenario.tools.enabled], policies={},
                           resume_budget=scenario.agent.resume_budget,

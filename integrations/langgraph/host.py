@@ -34,7 +34,7 @@ from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from crashmatrix.integrations.hosting import host_parser, import_app
+from crashmatrix.integrations.hosting import host_args, host_parser, import_app
 from crashmatrix.integrations.langgraph import seams, store
 from crashmatrix.integrations.langgraph.settings import APP_ENV, DEFAULT_APP, QUIET_ENV
 
@@ -78,17 +78,10 @@ def thread_id(session: Path, command: str) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    if args.command == "run" and args.task is None:
-        print("run needs a TASK", file=sys.stderr)
-        return 2
-    session, workspace = args.session.resolve(), args.workspace.resolve()
-    session.mkdir(parents=True, exist_ok=True)
-    os.environ.update(QUIET_ENV)
-    os.environ["OPENAI_BASE_URL"] = args.provider_url
+    args = host_args(_parser(), argv, QUIET_ENV)
+    if isinstance(args, int):
+        return args
+    session, workspace = args.session, args.workspace
     tid = thread_id(session, args.command)
     if tid is None:
         print(f"recover: {session} holds no thread (no run was started)", file=sys.stderr)

@@ -46,7 +46,7 @@ from typing import Any, ParamSpec, TypeVar
 from agents import Agent, RunConfig, Runner, SQLiteSession, set_trace_processors, set_tracing_disabled
 from agents.models.multi_provider import MultiProvider
 
-from crashmatrix.integrations.hosting import host_parser, import_app
+from crashmatrix.integrations.hosting import host_args, host_parser, import_app
 from crashmatrix.integrations.openai_agents import seams, store
 from crashmatrix.integrations.openai_agents.settings import APP_ENV, DEFAULT_APP, QUIET_ENV
 
@@ -97,24 +97,18 @@ def inline_loop() -> None:
 
 
 def quiet() -> None:
-    """No trace leaves the process: the SDK's exporter would send them to OpenAI's servers."""
-    os.environ.update(QUIET_ENV)
+    """No trace leaves the process: the SDK's exporter would send them to OpenAI's servers (the
+    environment, QUIET_ENV, is set by `host_args`)."""
     set_tracing_disabled(True)
     set_trace_processors([])
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    if args.command == "run" and args.task is None:
-        print("run needs a TASK", file=sys.stderr)
-        return 2
-    session_dir, workspace = args.session.resolve(), args.workspace.resolve()
-    session_dir.mkdir(parents=True, exist_ok=True)
+    args = host_args(_parser(), argv, QUIET_ENV)
+    if isinstance(args, int):
+        return args
+    session_dir, workspace = args.session, args.workspace
     quiet()
-    os.environ["OPENAI_BASE_URL"] = args.provider_url
     existing = store.read_items(session_dir)
     task: str | None = args.task
     if args.command == "recover":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import subprocess
 import sys
@@ -11,14 +10,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.execution.hunt import hunt
-from crashmatrix.harness.execution.runner import RunnerConfig
-from crashmatrix.harness.execution.spawn import SpawnMode
-from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
-from crashmatrix.scenarios import load_builtin
+from tests.support.mutant_hunt import mutant_runner
 
 pytestmark = pytest.mark.crash
 CLI = [sys.executable, "-m", "crashmatrix"]
@@ -55,12 +49,7 @@ def test_our_agent_stops_at_each_failed_sync_and_write_and_a_recover_completes(t
 def test_ignores_failed_sync_survives_the_older_faults_and_is_killed_by_eio_fsync(tmp_path: Path) -> None:
     name = MutantName.IGNORES_FAILED_SYNC
     assert CATALOGUE[name].faults == ("eio-fsync",)
-    scenarios = [load_builtin()[s] for s in CATALOGUE[name].scenarios]
-    assert MutantAdapter.python is not None
-    spawner = make_spawner(SpawnMode.FORK, list(MutantAdapter.python.preload))
-    with FakeProvider() as provider, contextlib.closing(spawner):
-        config = RunnerConfig(adapter=MutantAdapter(name), provider=provider, work_root=tmp_path,
-                              spawner=spawner, fsync=True)
+    with mutant_runner(name, tmp_path, fsync=True) as (scenarios, config):
         survived = hunt(name, scenarios, config, jobs=2, faults=("kill", "second", "torn", "power"))
         killed = hunt(name, scenarios, config, jobs=2, faults=("eio-fsync",))
     assert not survived.killed, survived

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -12,15 +11,11 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.execution.hunt import hunt, hunt_all
-from crashmatrix.harness.execution.runner import RunnerConfig
 from crashmatrix.harness.execution.spawn import SpawnMode
-from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.faults.registry import faults_for
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
-from crashmatrix.scenarios import load_builtin
+from tests.support.mutant_hunt import mutant_runner
 
 pytestmark = pytest.mark.crash
 COMMAND = [sys.executable, "-m", "crashmatrix", "mutants"]
@@ -86,12 +81,7 @@ def test_recover_no_lock_is_killed_by_the_second_process_fault_and_by_no_older_o
     # Its catalogue scenarios, at their default depth, with every fault but `second`: it survives
     # (with one process at a time, a lock nobody contends changes nothing); then with it: killed.
     name = MutantName.RECOVER_NO_LOCK
-    scenarios = [load_builtin()[s] for s in CATALOGUE[name].scenarios]
-    assert MutantAdapter.python is not None
-    spawner = make_spawner(SpawnMode.FORK, list(MutantAdapter.python.preload))
-    with FakeProvider() as provider, contextlib.closing(spawner):
-        runner = RunnerConfig(adapter=MutantAdapter(name), provider=provider, work_root=tmp_path,
-                              spawner=spawner)
+    with mutant_runner(name, tmp_path) as (scenarios, runner):
         every = faults_for(runner.adapter)
         assert "second" in [f.name for f in every]
         older = [f for f in every if f.name != "second"]

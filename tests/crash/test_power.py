@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -13,16 +12,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.execution.hunt import hunt
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout, kill_all
 from crashmatrix.harness.execution.observed import TracedProcess, TracedSpawner
-from crashmatrix.harness.execution.runner import RunnerConfig
-from crashmatrix.harness.execution.spawn import Launch, SpawnMode
-from crashmatrix.harness.execution.spawners import make_spawner
+from crashmatrix.harness.execution.spawn import Launch
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
-from crashmatrix.scenarios import load_builtin
+from tests.support.mutant_hunt import mutant_runner
 
 pytestmark = pytest.mark.crash
 CLI = [sys.executable, "-m", "crashmatrix"]
@@ -93,16 +88,9 @@ def test_a_missing_strace_is_exit_3_saying_what_to_install(tmp_path: Path) -> No
 def test_never_syncs_survives_the_default_faults_and_is_killed_by_power(tmp_path: Path) -> None:
     name = MutantName.NEVER_SYNCS
     assert CATALOGUE[name].faults == ("power",)
-    scenarios = [load_builtin()[s] for s in CATALOGUE[name].scenarios]
-    assert MutantAdapter.python is not None
-    spawner = make_spawner(SpawnMode.FORK, list(MutantAdapter.python.preload))
-    with FakeProvider() as provider, contextlib.closing(spawner):
-        def runner(fsync: bool) -> RunnerConfig:
-            return RunnerConfig(adapter=MutantAdapter(name), provider=provider, work_root=tmp_path,
-                                spawner=spawner, fsync=fsync)
-
-        survived = hunt(name, scenarios, runner(True), jobs=2)  # kill, second, torn
-        killed = hunt(name, scenarios, runner(True), jobs=2, faults=("power",))
+    with mutant_runner(name, tmp_path, fsync=True) as (scenarios, config):
+        survived = hunt(name, scenarios, config, jobs=2)  # kill, second, torn
+        killed = hunt(name, scenarios, config, jobs=2, faults=("power",))
     assert not survived.killed, survived
     assert survived.cases > 40, "a whole matrix ran"
     assert survived.unjudged == 0

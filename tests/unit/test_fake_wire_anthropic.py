@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +14,7 @@ from crashmatrix.fakes.response_store import ResponseStore
 from crashmatrix.fakes.wire import Refusal
 from crashmatrix.fakes.wire_anthropic import ANTHROPIC, check_pairing, content_blocks, to_canonical
 from crashmatrix.scenarios import load_builtin, load_file
+from tests.support import http
 
 LINE = "修复登录超时"
 UNKNOWN = "ERROR: the run was interrupted. The external outcome is unknown."
@@ -23,15 +22,8 @@ TOOLS = [{"name": n, "input_schema": {"type": "object"}} for n in ("read", "appe
 
 
 def post(url: str, body: Any, timeout: float = 5.0) -> tuple[int, str, bytes]:
-    """One request with urllib, as a plain HTTP client sends it: status, content type, body."""
-    req = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json",
-                                          "anthropic-version": "2023-06-01"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.headers["Content-Type"], resp.read()
-    except urllib.error.HTTPError as err:
-        return err.code, err.headers["Content-Type"], err.read()
+    """As Anthropic's clients send it: with their version header."""
+    return http.post(url, body, timeout, {"anthropic-version": "2023-06-01"})
 
 
 def post_json(url: str, body: Any) -> tuple[int, dict[str, Any]]:

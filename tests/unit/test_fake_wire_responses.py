@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,21 +15,14 @@ from crashmatrix.fakes.responses_stream import stream_events
 from crashmatrix.fakes.wire import Canonical, Refusal
 from crashmatrix.fakes.wire_responses import RESPONSES, check_pairing, output_items, to_canonical
 from crashmatrix.scenarios import Scenario, load_builtin, load_file
+from tests.support import http
 
 LINE = "修复登录超时"
 UNKNOWN = "ERROR: the run was interrupted. The external outcome is unknown."
 TOOLS = [{"type": "function", "name": n, "parameters": {}} for n in ("read", "append_note", "bash")]
 
 
-def post(url: str, body: Any, timeout: float = 5.0) -> tuple[int, str, bytes]:
-    """One request with urllib, as a plain HTTP client sends it: status, content type, body."""
-    data = json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return resp.status, resp.headers["Content-Type"], resp.read()
-    except urllib.error.HTTPError as err:
-        return err.code, err.headers["Content-Type"], err.read()
+post = http.post
 
 
 def post_json(url: str, body: Any) -> tuple[int, dict[str, Any]]:
