@@ -50,6 +50,8 @@ class ModeFigures:
     verdicts: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)  # case -> verdict
     points: int = 0  # --states: crash points started from states
     distinct: int = 0  # --states: the distinct states they mapped to
+    frozen: int = 0  # --states: FREEZE (second-process) points served by hosts
+    hosts: int = 0  # --states: the host runs made for them
 
     @property
     def cases_per_s(self) -> float:
@@ -167,6 +169,8 @@ def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: i
             if matrix.states is not None:
                 figures.points += sum(matrix.states.tally.points.values())
                 figures.distinct += sum(matrix.states.tally.distinct.values())
+                figures.frozen += sum(matrix.states.tally.frozen.values())
+                figures.hosts += sum(matrix.states.tally.hosts.values())
 
 
 def coverage_cost(covered: ModeFigures, fork: ModeFigures) -> dict[str, object]:
@@ -187,6 +191,7 @@ def states_cost(states: ModeFigures, fork: ModeFigures) -> dict[str, object]:
     return {"cases_per_s": round(states.cases_per_s, 2), "ms_per_case": round(states.ms_per_case, 2),
             "vs_fork": round(states.cases_per_s / fork.cases_per_s, 2) if fork.cases_per_s else None,
             "points": states.points, "distinct_states": states.distinct,
+            "second_process_points": states.frozen, "hosts": states.hosts,
             "same_verdicts": states.verdicts == fork.verdicts}
 
 
@@ -276,7 +281,9 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
         if states is not None:
             cost = states_cost(states, fork)
             click.echo(f"--states: {cost['vs_fork']}x fork's throughput; {cost['points']} crash points "
-                       f"started from {cost['distinct_states']} distinct states; verdicts "
+                       f"started from {cost['distinct_states']} distinct states, "
+                       f"{cost['second_process_points']} second-process points from {cost['hosts']} "
+                       "hosts; verdicts "
                        f"{'identical to' if cost['same_verdicts'] else 'DIFFERENT from'} fork's")
         click.echo(f"harness peak RSS: {data['peak_rss_mb']} MB "
                    f"(after each repeat: {fork.rss_after_mb})")

@@ -256,8 +256,10 @@ def _states_usable(adapter: Adapter, line_coverage: bool) -> None:
 
 def states_line(tally: Tally, settles_reused: int = 0) -> str:
     """Per scenario, how many crash points started from states and how many distinct states."""
-    parts = [f"{s} {tally.points[s]} crash points -> {tally.distinct[s]} states"
-             for s in sorted(tally.points)]
+    parts = [f"{s} {tally.points[s]} crash points -> {tally.distinct[s]} states" + (
+        f", {tally.frozen[s]} second-process points -> {tally.hosts[s]} "
+        f"host{'' if tally.hosts[s] == 1 else 's'}" if tally.hosts[s] else "")
+        for s in sorted(tally.points.keys() | tally.hosts.keys())]
     return ("; ".join(parts) or "no case started from a crash state") + (
         f"; {settles_reused} settle runs reused (a byte-identical final state settled before)")
 

@@ -15,9 +15,10 @@ still judged on its own observation (its own prefix, the shared recovery). Sound
 whose recovery is a function of what it can observe (`Capability.STATE_IN_TREE`); `--audit-states`
 re-runs a sample of shared cases as real kills and reports any difference.
 
-Used for a step whose fault is a plain KILL fault (`kill`, `torn`); anything else (a second
-process, a power loss, an injected error, a black-box step), a scenario that delivers inputs or
-cancels at events, or a parent run without snapshots runs as a real kill.
+Used for a step whose fault is a plain KILL fault (`kill`, `torn`), and for a FREEZE fault
+(`second`) through one host per parent incarnation (freeze_chain.py); anything else (a power loss,
+an injected error, a black-box step), a scenario that delivers inputs or cancels at events, or a
+parent run without snapshots runs as a real kill.
 """
 
 from __future__ import annotations
@@ -33,21 +34,30 @@ from pathlib import Path
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.execution import states
+from crashmatrix.harness.execution.freeze_chain import FreezeChain, Outcome
 from crashmatrix.harness.execution.runner import Capture, CaseRunner, Start, case_dir_name
 from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
 from crashmatrix.harness.faults.kill import KILL
-from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.observation import IncarnationRecord, Observation
 from crashmatrix.scenarios.model import Scenario
 
 
 @dataclass
 class _Execution:
-    """A case's incarnations, and the snapshots of its finishing one (for its extensions)."""
+    """A case's incarnations, and the snapshots of its finishing one (for its extensions).
+
+    For its FREEZE children (freeze_chain.py): its whole observation, the state its finishing
+    incarnation started from (`origin`: its parent's snapshot and the fault applied to it; None:
+    from scratch, a recording), and whether its settle run changed nothing."""
 
     incarnations: list[IncarnationRecord]
     snaps: dict[int, states.Snapshot]
     workspace_before: dict[str, str]
+    obs: Observation | None = None
+    origin: tuple[states.Snapshot, str] | None = None
+    hostable: bool = False
+    settle_unchanged: bool = False
 
 
 @dataclass
@@ -57,14 +67,19 @@ class _Tail:
     observation: Observation
     depth: int
     snaps: dict[int, states.Snapshot] = field(default_factory=dict)
+    origin: tuple[states.Snapshot, str] | None = None
+    settle_unchanged: bool = False
 
 
 @dataclass
 class Tally:
-    """Per scenario: crash points run from states, and the distinct states they mapped to."""
+    """Per scenario: crash points run from states, and the distinct states they mapped to; FREEZE
+    points served by hosts, and the hosts run for them."""
 
     points: Counter[str] = field(default_factory=Counter)
     distinct: Counter[str] = field(default_factory=Counter)
+    frozen: Counter[str] = field(default_factory=Counter)
+    hosts: Counter[str] = field(default_factory=Counter)
 
 
 class CrashStates:
@@ -82,6 +97,9 @@ class CrashStates:
         self._execs: dict[str, _Execution] = {}
         self._shared: dict[str, Future[_Tail]] = {}
         self._keys: dict[str, tuple[str, str]] = {}  # owning case id -> (scenario, state key)
+        # FREEZE children expected of a parent (parent id, fault) -> steps, and their hosts.
+        self._expected: dict[tuple[str, str], list[CrashStep]] = {}
+        self._chains: dict[tuple[str, str], FreezeChain] = {}
         self.tally = Tally()
         self.settled = states.Settled()
 
@@ -101,19 +119,37 @@ class CrashStates:
         # A run with a second process in it (`second`) is not a prefix a state can stand for: its
         # intruder is part of what its children must be judged on, so they run as real kills.
         if capture is not None and not obs.intrusions:
-            self._keep(case, _Execution(obs.incarnations, capture.snaps, obs.workspace_before))
+            self._keep(case, _Execution(obs.incarnations, capture.snaps, obs.workspace_before, obs,
+                                        hostable=case.depth == 0,
+                                        settle_unchanged=capture.settle_unchanged))
         return obs
 
+    def expect(self, parent: Case, children: list[Case]) -> None:
+        """The children the matrix enumerated of `parent`: its FREEZE children share a host."""
+        for child in children:
+            step = child.schedule[-1]
+            if child.blackbox or at_crash_of(self.runner.fault(step.fault)) is not AtCrash.FREEZE:
+                continue
+            with self._lock:
+                self._expected.setdefault((parent.case_id, step.fault), []).append(step)
+
     def usable(self, case: Case, scenario: Scenario) -> bool:
-        """Whether the case can start from its parent's snapshot."""
+        """Whether the case can start from its parent's snapshot (or, a FREEZE case, share a host)."""
         if not case.schedule or case.blackbox or not _deliver_nothing(scenario):
             return False
-        fault = self.runner.fault(case.schedule[-1].fault)
-        if at_crash_of(fault) is not AtCrash.KILL or observes_of(fault) or injecting(fault) is not None:
+        step = case.schedule[-1]
+        fault = self.runner.fault(step.fault)
+        if observes_of(fault) or injecting(fault) is not None:
             return False
         with self._lock:
             parent = self._execs.get(_parent(case).case_id)
-        return parent is not None and case.schedule[-1].n in parent.snaps
+            expected = self._expected.get((_parent(case).case_id, step.fault), [])
+        if parent is None:
+            return False
+        if at_crash_of(fault) is AtCrash.FREEZE:
+            return (parent.obs is not None and parent.settle_unchanged and step in expected
+                    and (parent.hostable or parent.origin is not None))
+        return at_crash_of(fault) is AtCrash.KILL and step.n in parent.snaps
 
     def forget(self, scenario: str) -> None:
         """No case of `scenario` is left to run: its snapshots and shared recoveries go."""
@@ -123,6 +159,9 @@ class CrashStates:
                 del self._execs[case_id]
             for k in [k for k, (s, _) in self._keys.items() if s == scenario]:
                 self._shared.pop(self._keys.pop(k)[1], None)
+            for pair in [p for p in self._expected if p[0].startswith(prefix)]:
+                del self._expected[pair]
+                self._chains.pop(pair, None)
         shutil.rmtree(self.root / scenario, ignore_errors=True)
 
     def run(self, case: Case, scenario: Scenario, may_extend: bool) -> tuple[Observation, bool]:
@@ -131,6 +170,8 @@ class CrashStates:
         d, step = case.depth, case.schedule[-1]
         with self._lock:
             parent = self._execs[_parent(case).case_id]
+        if at_crash_of(self.runner.fault(step.fault)) is AtCrash.FREEZE:
+            return self._frozen(case, scenario, parent, may_extend)
         snap = parent.snaps[step.n]
         killed = parent.incarnations[d - 1]
         prefix = [*parent.incarnations[:d - 1], dataclasses.replace(
@@ -167,7 +208,8 @@ class CrashStates:
             obs = dataclasses.replace(tail.observation, case=case, workspace_before=parent.workspace_before,
                                       incarnations=[*prefix, *tail.observation.incarnations[d:]])
             if tail.snaps:
-                self._keep(case, _Execution(obs.incarnations, tail.snaps, parent.workspace_before))
+                self._keep(case, _Execution(obs.incarnations, tail.snaps, parent.workspace_before, obs,
+                                            origin=tail.origin, settle_unchanged=tail.settle_unchanged))
             return obs, True
         try:
             provider = restored if restored is not None else states.restore(snap, case_dir)
@@ -182,10 +224,61 @@ class CrashStates:
             future.set_exception(exc)
             raise
         snaps = capture.snaps if capture is not None else {}
-        if capture is not None:
-            self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before))
-        future.set_result(_Tail(obs, d, snaps))
+        unchanged = capture is not None and capture.settle_unchanged
+        if capture is not None and not obs.intrusions:
+            self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs,
+                                        origin=(snap, step.fault), settle_unchanged=unchanged))
+        future.set_result(_Tail(obs, d, snaps, (snap, step.fault), unchanged))
         return obs, False
+
+    def _frozen(self, case: Case, scenario: Scenario, parent: _Execution,
+                may_extend: bool) -> tuple[Observation, bool]:
+        """A FREEZE case through its parent's host (freeze_chain.py): the parent's own run with
+        this point's intrusion when the intruder was clean, the host's run when it was this
+        point's that changed something, else a real run."""
+        step, pair = case.schedule[-1], (_parent(case).case_id, case.schedule[-1].fault)
+        with self._lock:
+            chain = self._chains.get(pair)
+            owner = chain is None
+            if chain is None:
+                chain = self._chains[pair] = FreezeChain(self._expected[pair])
+        if owner:
+            self._host(chain, case, scenario, parent)
+        outcome: Outcome = chain.outcomes[step.n].result()
+        if outcome.clean is not None or outcome.observation is not None:
+            with self._lock:
+                self.tally.frozen[case.scenario] += 1
+        if outcome.clean is not None and parent.obs is not None:
+            return _with_intrusion(parent.obs, case, outcome), True
+        if outcome.observation is not None:
+            return dataclasses.replace(outcome.observation, case=case), False
+        return self.record(case, scenario, may_extend), False
+
+    def _host(self, chain: FreezeChain, case: Case, scenario: Scenario, parent: _Execution) -> None:
+        """Run the host: the parent's finishing incarnation again from the state it started
+        from, frozen at each point of the chain in turn."""
+        host = Case(case.scenario, (*case.schedule[:-1], chain.first))
+        d = host.depth
+        start: Start | None = None
+        obs: Observation | None = None
+        try:
+            if parent.origin is not None:
+                snap, fault = parent.origin
+                case_dir = self.runner.config.work_root / case_dir_name(host)
+                shutil.rmtree(case_dir, ignore_errors=True)
+                provider = states.restore(snap, case_dir)
+                spec = self.runner.spec_for(case_dir, scenario)
+                if fault != KILL.name:
+                    self.runner.fault(fault).apply(self.runner.config.adapter, spec)
+                prefix = parent.incarnations[:d - 1]
+                accepted = any(i.command == "recover" for i in prefix) or self.runner.accepted(spec, prefix)
+                start = Start(case_dir, provider, prefix, parent.workspace_before, accepted)
+            with self.running:
+                with self._lock:
+                    self.tally.hosts[case.scenario] += 1
+                obs = self.runner.run(host, scenario, start=start, settled=self.settled, chain=chain)
+        finally:
+            chain.finish(obs if obs is not None and chain.perturbed is not None else None)
 
     # -- internals -------------------------------------------------------------------------
     def _dest(self, case: Case) -> Path:
@@ -198,6 +291,20 @@ class CrashStates:
 
 def _parent(case: Case) -> Case:
     return Case(case.scenario, case.schedule[:-1])
+
+
+def _with_intrusion(parent: Observation, case: Case, outcome: Outcome) -> Observation:
+    """A FREEZE case whose intruder was clean: its parent's observation, with the finishing
+    incarnation frozen at the point and its intrusion recorded, and the parent's settle (which
+    changed nothing) standing for both the recovery after it and its own settle."""
+    d, n = case.depth, case.schedule[-1].n
+    settle = parent.incarnations[d]
+    incarnations = [*parent.incarnations[:d - 1],
+                    dataclasses.replace(parent.incarnations[d - 1], frozen_at=n),
+                    dataclasses.replace(settle, index=d + 1, settle=False),
+                    dataclasses.replace(settle, index=d + 2, settle=True)]
+    assert outcome.clean is not None
+    return dataclasses.replace(parent, case=case, incarnations=incarnations, intrusions=[outcome.clean])
 
 
 def _deliver_nothing(scenario: Scenario) -> bool:

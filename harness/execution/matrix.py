@@ -169,6 +169,8 @@ class Matrix:
                         # trace only the parent's shard has.
                         mine = [c for i, c in enumerate(children) if case.depth > 0
                                 or in_shard(position[case.scenario] + i, cfg.shard)]
+                        if self.states is not None:
+                            self.states.expect(case, mine)  # before any of them runs
                         for child in mine:
                             submit(child)
                         left[case.scenario] -= 1

@@ -23,6 +23,7 @@ from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
 from crashmatrix.harness.execution import blackbox
+from crashmatrix.harness.execution.freeze_chain import FreezeChain
 from crashmatrix.harness.execution.fs_inject import inject_args, injected
 from crashmatrix.harness.execution.fs_trace import parse_file
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationRunaway, IncarnationTimeout
@@ -144,10 +145,12 @@ class CaseRunner:
         return self._faults[name]
 
     def run(self, case: Case, scenario: Scenario, start: Start | None = None,
-            capture: Capture | None = None, settled: Settled | None = None) -> Observation:
+            capture: Capture | None = None, settled: Settled | None = None,
+            chain: FreezeChain | None = None) -> Observation:
         """Run the case: from scratch, or (`start`) from a crash state, its earlier incarnations
         given; `capture`: snapshot the tree at every event of one incarnation; `settled`: settle
-        runs already made from a byte-identical final state, reused (`--states`)."""
+        runs already made from a byte-identical final state, reused; `chain`: the case is a host,
+        frozen at each of the chain's points in turn (`--states`, freeze_chain.py)."""
         cfg = self.config
         self._check_supported(case, scenario)
         # Restored from a snapshot, its fault applied, by the caller (crash_states), or made here.
@@ -206,18 +209,24 @@ class CaseRunner:
                     # The same final state settled before: its settle run is this one's.
                     settle_key = key(case_dir, cfg.provider.state(case_key), scenario.name, "settle", args)
                     if settled.reuse(settle_key, record):
+                        if capture is not None:
+                            capture.settle_unchanged = True
                         break
                 self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
                                   cover, freezer=freezer, probes=probes, record_calls=record_calls,
-                                  capture=snap, case_key=case_key)
+                                  capture=snap, case_key=case_key, chain=chain)
                 if settle_key is not None and settled is not None:
                     # Kept only when it changed nothing (no byte, no request): then any case reaching
                     # this final state ends as this one did.
                     unchanged = key(case_dir, cfg.provider.state(case_key), scenario.name, "settle", args)
                     if unchanged == settle_key:
                         settled.keep(settle_key, record)
+                        if capture is not None:
+                            capture.settle_unchanged = True
                 if record.timed_out or record.nondeterministic or record.runaway:
                     break
+                if chain is not None and chain.done:
+                    break  # a host whose every intruder was clean: its run is its parent's
                 # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles.
                 if step is None and (not cfg.settle or index > case.depth + 1):
                     break
@@ -287,7 +296,7 @@ class CaseRunner:
                      deadline: float, case_dir: Path, cover: tuple[Path, str] | None, *,
                      freezer: _Freezer | None = None, output: Path | None = None,
                      probes: bool = True, record_calls: bool = False, capture: Capture | None = None,
-                     case_key: str | None = None) -> None:
+                     case_key: str | None = None, chain: FreezeChain | None = None) -> None:
         """Run one incarnation: to `step`'s crash point (and its fault), else to its end.
         `freezer`: how to hand a FREEZE fault the frozen incarnation (None: an intruder, which
         is never crashed and gets no deliveries). `probes` False: black-box, the agent is not
@@ -349,11 +358,19 @@ class CaseRunner:
                                 and not record.nondeterministic):
                             record.frozen_at = event.n
                             inc.freeze()
+                            key_before = self._state_key(case_dir, case_key) if chain is not None else ""
                             try:
                                 fault.while_frozen(freezer.frozen(inc, record))
                             finally:
                                 inc.thaw()
                             step = None  # it was not crashed: it runs on to its end
+                            if chain is not None:
+                                after = self._state_key(case_dir, case_key)
+                                step = chain.frozen(event.n, key_before, after, freezer.intrusions)
+                                if chain.done:
+                                    inc.kill()  # every point was clean: the rest is the parent's run
+                                    record.crashed_at = event.n
+                                    break
                             self._grant(inc, step, pending or capture is not None)
                             continue
                         inc.kill()  # an observed one: strace has exited too, its trace complete
@@ -387,6 +404,10 @@ class CaseRunner:
                 record.runaway = exc.events
                 inc.kill()
         record.duration_ms = (time.monotonic() - started) * 1000
+
+    def _state_key(self, case_dir: Path, case_key: str | None) -> str:
+        state = self.config.provider.state(case_key) if case_key is not None else None
+        return key(case_dir, state) if state is not None else ""
 
     def _killed_at_call(self, step: CrashStep, record: IncarnationRecord, spec: LaunchSpec,
                         trace: Path) -> None:
@@ -478,6 +499,9 @@ class Capture:
     incarnation: int
     dest: Path
     snaps: dict[int, Snapshot] = field(default_factory=dict)
+    # The settle run changed nothing (no byte, no request): a recover from the final state is
+    # that run again, whatever its role (freeze_chain.py reuses it).
+    settle_unchanged: bool = False
 
     def take(self, case_dir: Path, provider: CaseState, incarnation: int, event: int) -> None:
         self.snaps[event] = take(case_dir, provider, self.dest / f"{incarnation}-{event}", incarnation, event)

@@ -48,6 +48,23 @@ def test_states_give_every_case_the_verdict_a_real_kill_gives(tmp_path: Path, ag
         assert any(v["verdict"] == "fail" for v in states.values())
 
 
+def test_second_process_cases_share_one_host_while_its_intruders_change_nothing(tmp_path: Path) -> None:
+    """Our agent refuses every intruder: one host serves every `second` point. The baseline's
+    first intruder changes the session: that point gets the host, the rest run as real kills (and
+    the verdicts are a real kill's: the test above)."""
+    for agent, served in (("durable-agent", "all"), ("messages-only", "one")):
+        out = tmp_path / agent
+        proc = subprocess.run([*CLI, "run", "--out", str(out), "--agent", agent, "--scenario", "changelog-fast",
+                               "--fault", "second", "--states"], capture_output=True, text=True, timeout=600,
+                              check=False, cwd=ROOT)
+        assert proc.returncode in (0, 1), proc.stderr
+        rows = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
+        points = sum(1 for r in rows if json.loads(r)["case"].endswith("/second"))
+        assert points > 1
+        expected = points if served == "all" else 1
+        assert f"{expected} second-process points -> 1 host;" in proc.stderr, proc.stderr
+
+
 def test_the_audit_finds_an_agent_whose_recovery_reads_outside_its_tree(tmp_path: Path) -> None:
     env = {**os.environ, COUNTER_ENV: str(tmp_path / "counter")}
     rows = run(tmp_path / "o", "--agent", "tests.support.planted:ADAPTER", "--scenario", "changelog-fast",
