@@ -17,8 +17,10 @@ re-runs a sample of shared cases as real kills and reports any difference.
 
 Used for a step whose fault is a plain KILL fault (`kill`, `torn`), and for a FREEZE fault
 (`second`) through one host per parent incarnation (freeze_chain.py); anything else (a power loss,
-an injected error, a black-box step), a scenario that delivers inputs or cancels at events, or a
-parent run without snapshots runs as a real kill.
+an injected error, a black-box step), or a parent run without snapshots runs as a real kill. A
+scenario's inputs and cancels delivered at events are part of the state: the snapshot at an event
+is taken after that event's delivery (a kill there comes after it too), the items delivered by
+then are in the key, and the recovery is given the rest at their events.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from crashmatrix.harness.execution.runner import Capture, CaseRunner, Start, cas
 from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
 from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.records.case import Case, CrashStep
-from crashmatrix.harness.records.observation import IncarnationRecord, Observation
+from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Observation
 from crashmatrix.scenarios.model import Scenario
 
 
@@ -112,7 +114,7 @@ class CrashStates:
         """Run a case that is not started from a state (a recording, or a real kill), keeping
         snapshots of its finishing incarnation when it will have children."""
         capture = None
-        if may_extend and _deliver_nothing(scenario) and not case.blackbox:
+        if may_extend and not case.blackbox:
             capture = Capture(case.depth + 1, self._dest(case))
         with self.running:
             obs = self.runner.run(case, scenario, capture=capture, settled=self.settled)
@@ -135,7 +137,7 @@ class CrashStates:
 
     def usable(self, case: Case, scenario: Scenario) -> bool:
         """Whether the case can start from its parent's snapshot (or, a FREEZE case, share a host)."""
-        if not case.schedule or case.blackbox or not _deliver_nothing(scenario):
+        if not case.schedule or case.blackbox:
             return False
         step = case.schedule[-1]
         fault = self.runner.fault(step.fault)
@@ -182,18 +184,22 @@ class CrashStates:
         restored: CaseState | None = None
         # Once accepted, always (as a real run has it): an incarnation of the prefix recovered.
         recovering = any(i.command == "recover" for i in prefix)
+        # The inputs and cancels delivered up to the kill (the snapshot was taken after the
+        # event's delivery, as a kill comes after it): the recovery is given only the rest.
+        delivered = _delivered(parent, d, step.n)
+        done = sorted(x.item_id for x in delivered)
         if step.fault == KILL.name:
             # A plain kill changes nothing after the kill: the snapshot is the state, keyed where
             # it lies (its own directory name masked), and copied only if this case runs it.
             spec = self.runner.spec_for(snap.path, scenario)
             accepted = recovering or self.runner.accepted(spec, prefix)
-            key = states.key(snap.path, snap.provider, scenario.name, d, accepted, name=snap.dir_name)
+            key = states.key(snap.path, snap.provider, scenario.name, d, accepted, done, name=snap.dir_name)
         else:
             restored = states.restore(snap, case_dir)
             spec = self.runner.spec_for(case_dir, scenario)
             self.runner.fault(step.fault).apply(self.runner.config.adapter, spec)
             accepted = recovering or self.runner.accepted(spec, prefix)
-            key = states.key(case_dir, restored, scenario.name, d, accepted)
+            key = states.key(case_dir, restored, scenario.name, d, accepted, done)
         with self._lock:
             self.tally.points[scenario.name] += 1
             future = self._shared.get(key)
@@ -205,8 +211,12 @@ class CrashStates:
         if not owner:
             shutil.rmtree(case_dir, ignore_errors=True)  # a torn case's restored copy
             tail = future.result()
+            # Its own deliveries up to the kill (the same items, maybe at other events), then the
+            # recovery's.
             obs = dataclasses.replace(tail.observation, case=case, workspace_before=parent.workspace_before,
-                                      incarnations=[*prefix, *tail.observation.incarnations[d:]])
+                                      incarnations=[*prefix, *tail.observation.incarnations[d:]],
+                                      deliveries=[*delivered, *(x for x in tail.observation.deliveries
+                                                                if x.incarnation > d)])
             if tail.snaps:
                 self._keep(case, _Execution(obs.incarnations, tail.snaps, parent.workspace_before, obs,
                                             origin=tail.origin, settle_unchanged=tail.settle_unchanged))
@@ -216,7 +226,8 @@ class CrashStates:
             capture = Capture(d + 1, self._dest(case)) if may_extend else None
             with self.running:
                 obs = self.runner.run(case, scenario, start=Start(case_dir, provider, prefix,
-                                                                  parent.workspace_before, accepted),
+                                                                  parent.workspace_before, accepted,
+                                                                  tuple(delivered)),
                                       capture=capture, settled=self.settled)
         except BaseException as exc:
             with self._lock:
@@ -272,7 +283,8 @@ class CrashStates:
                     self.runner.fault(fault).apply(self.runner.config.adapter, spec)
                 prefix = parent.incarnations[:d - 1]
                 accepted = any(i.command == "recover" for i in prefix) or self.runner.accepted(spec, prefix)
-                start = Start(case_dir, provider, prefix, parent.workspace_before, accepted)
+                earlier = tuple(x for x in parent.obs.deliveries if x.incarnation < d) if parent.obs else ()
+                start = Start(case_dir, provider, prefix, parent.workspace_before, accepted, earlier)
             with self.running:
                 with self._lock:
                     self.tally.hosts[case.scenario] += 1
@@ -307,5 +319,7 @@ def _with_intrusion(parent: Observation, case: Case, outcome: Outcome) -> Observ
     return dataclasses.replace(parent, case=case, incarnations=incarnations, intrusions=[outcome.clean])
 
 
-def _deliver_nothing(scenario: Scenario) -> bool:
-    return not scenario.inputs and not scenario.cancels
+def _delivered(parent: _Execution, d: int, n: int) -> list[Delivery]:
+    """The parent's deliveries a kill at event `n` of incarnation `d` had already had."""
+    return [x for x in (parent.obs.deliveries if parent.obs else [])
+            if (x.incarnation, x.event_n) <= (d, n)]

@@ -170,7 +170,7 @@ class CaseRunner:
         url = cfg.provider.register(case_key, scenario, None if start is None else start.provider)
         deadline = time.monotonic() + cfg.case_timeout_s
         incarnations: list[IncarnationRecord] = [] if start is None else list(start.prefix)
-        deliveries: list[Delivery] = []
+        deliveries: list[Delivery] = [] if start is None else list(start.deliveries)
         intrusions: list[Intrusion] = []
         harness_error: str | None = None
         accepted = False if start is None else start.accepted
@@ -343,11 +343,12 @@ class CaseRunner:
                 self._grant(inc, step, pending or capture is not None)
                 while (event := inc.next_event(deadline)) is not None:
                     record.events.append(event)
-                    if capture is not None and case_key is not None:
-                        capture.take(case_dir, self.config.provider.state(case_key), record.index, event.n)
                     if pending:
                         self._deliver(event, spec, record.index, scenario, deliveries)
                         pending = _pending(scenario, deliveries)
+                    # After the delivery: a kill at this event comes after it too (below).
+                    if capture is not None and case_key is not None:
+                        capture.take(case_dir, self.config.provider.state(case_key), record.index, event.n)
                     if step is not None and event.n == step.n:
                         if event.point != step.point:
                             record.nondeterministic = (
@@ -490,6 +491,7 @@ class Start:
     prefix: list[IncarnationRecord]
     workspace_before: dict[str, str]
     accepted: bool
+    deliveries: tuple[Delivery, ...] = ()  # the inputs and cancels delivered up to the state
 
 
 @dataclass
