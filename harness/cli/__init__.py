@@ -5,7 +5,7 @@ execution and renderers.
     run            run, list, repro, merge
     report         regenerate reports from saved results; branch coverage
     schema         the JSON Schema of scenario files
-    bench, explore, mutants   the commands of the same names
+    bench, explore, mutants   the commands of the same names (bench_memory: `bench --memory-cases`)
     pytest_plugin  `pytest --crashmatrix`
     exitcodes, progress       shared by the commands
 """

@@ -29,6 +29,7 @@ from tabulate import tabulate
 from crashmatrix.harness.adapters.durable import ENTRY as DURABLE_ENTRY
 from crashmatrix.harness.adapters.interface import Adapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
+from crashmatrix.harness.cli.bench_memory import MemoryFigures, measure_memory
 from crashmatrix.harness.cli.run import _adapter, _need_tracer, _require, _runner_config, _scenarios
 from crashmatrix.harness.execution.crash_states import CrashStates
 from crashmatrix.harness.execution.line_coverage import combine_and_report
@@ -173,6 +174,17 @@ def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: i
                 figures.hosts += sum(matrix.states.tally.hosts.values())
 
 
+def _memory(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, timeout: float, agent: str,
+            target: int) -> MemoryFigures | None:
+    """`--memory-cases`: for an agent `--states` can run (else None)."""
+    adapter = _adapter(agent)
+    if not CrashStates.supported(adapter.capabilities):
+        return None
+    scenarios = _scenarios(names, dirs)
+    with _runner_config(agent, timeout, False, False, "fork", resolved=adapter) as cfg:
+        return measure_memory(scenarios, cfg, jobs, target)
+
+
 def coverage_cost(covered: ModeFigures, fork: ModeFigures) -> dict[str, object]:
     """The cost of --line-coverage, measured beside `fork` in the same run: time per case as a
     multiple of fork's, then with combining the data and writing the HTML added."""
@@ -217,9 +229,13 @@ def trace_cost(traced: ModeFigures, fresh: ModeFigures) -> dict[str, float | Non
 @click.option("--trace", is_flag=True,
               help="Also run the fresh matrix with every incarnation under strace (the power "
                    "fault's observation), and print its cost as a multiple of plain fresh.")
+@click.option("--memory-cases", default=0, show_default=True, type=click.IntRange(0), metavar="N",
+              help="Then run the scenarios at --depth 2 with --states until N cases have finished, "
+                   "sampling the harness's resident set every 500 cases (memory stays flat).")
 @click.option("--json", "as_json", is_flag=True)
 def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int, skip_fresh: bool,
-          timeout: float, agent: str, line_coverage: bool, trace: bool, as_json: bool) -> None:
+          timeout: float, agent: str, line_coverage: bool, trace: bool, memory_cases: int,
+          as_json: bool) -> None:
     """Measure fresh-interpreter and zygote spawning on the same matrix, side by side."""
     floor_fork = fork_floor_ms()
     with cached_bytecode(DURABLE_ENTRY.module) as bytecode_cached:
@@ -234,6 +250,7 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
                   if CrashStates.supported(_adapter(agent).capabilities) else None)
         covered = (measure("fork", names, jobs, 1, timeout, dirs, agent, line_coverage=True)
                    if line_coverage else None)
+        memory = _memory(names, dirs, jobs, timeout, agent, memory_cases) if memory_cases else None
     per_case_incarnations = fork.incarnations / fork.cases if fork.cases else 0.0
     floor_ms = floor_fork * per_case_incarnations
     data = {
@@ -255,6 +272,7 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
         "line_coverage": None if covered is None else coverage_cost(covered, fork),
         "trace": None if traced is None or fresh is None else trace_cost(traced, fresh),
         "states": None if states is None else states_cost(states, fork),
+        "memory": None if memory is None else memory.to_json(),
     }
     if as_json:
         click.echo(json.dumps(data))
@@ -287,6 +305,12 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
                        f"{'identical to' if cost['same_verdicts'] else 'DIFFERENT from'} fork's")
         click.echo(f"harness peak RSS: {data['peak_rss_mb']} MB "
                    f"(after each repeat: {fork.rss_after_mb})")
+        if memory is not None:
+            m = memory.to_json()
+            click.echo(f"--states --depth {m['depth']} over {m['cases']} cases ({m['runs']} runs): harness "
+                       f"RSS every {m['sample_every']} cases {m['rss_samples_mb']} MB (grew "
+                       f"{m['rss_growth_mb']} MB), peak {m['peak_rss_mb']} MB; snapshots left on disk: "
+                       f"{m['states_left_bytes']} bytes")
         if bytecode_cached:
             click.echo("PYTHONDONTWRITEBYTECODE is set: for the bench, agents cache bytecode in "
                        "__pycache__ as a default Python does, so fresh mode is not charged for "

@@ -72,20 +72,29 @@ def restore(snap: Snapshot, case_dir: Path) -> CaseState:
     return _provider_renamed(snap.provider, old, new)
 
 
-def _files(root: Path) -> Iterable[Path]:
-    for part in TREE:
-        for dirpath, _dirs, names in os.walk(root / part, followlinks=False):
-            for name in sorted(names):
-                path = Path(dirpath) / name
-                if path.is_file() and not path.is_symlink():
-                    yield path
+def _entries(root: Path) -> Iterable[tuple[str, os.DirEntry[str]]]:
+    """Every entry of the tree, in name order, with its path relative to `root`: directories
+    (an empty one is state too), regular files and symbolic links, never followed."""
+    stack = [part for part in reversed(TREE) if (root / part).is_dir()]
+    while stack:
+        rel = stack.pop()
+        with os.scandir(root / rel) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+        for entry in reversed(entries):
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(f"{rel}/{entry.name}")
+        for entry in entries:
+            yield f"{rel}/{entry.name}", entry
 
 
 def _rewrite(root: Path, old: bytes, new: bytes) -> None:
-    for path in _files(root):
-        data = path.read_bytes()
-        if old in data:
-            path.write_bytes(data.replace(old, new))
+    for _rel, entry in _entries(root):
+        if entry.is_file(follow_symlinks=False):
+            with open(entry.path, "rb") as f:
+                data = f.read()
+            if old in data:
+                with open(entry.path, "wb") as f:
+                    f.write(data.replace(old, new))
 
 
 def _provider_renamed(state: CaseState, old: str, new: str) -> CaseState:
@@ -103,12 +112,22 @@ def key(case_dir: Path, provider: CaseState, *context: object, name: str | None 
     is keyed with the name of the directory it was taken in) masked, and `context` (the
     scenario, the command the next incarnation runs, its index)."""
     dir_name = name or case_dir.name
-    masked = dir_name.encode()
+    masked, mask = dir_name.encode(), MASK.encode()
     h = hashlib.sha256()
-    for path in _files(case_dir):
-        rel = path.relative_to(case_dir).as_posix().encode()
-        h.update(len(rel).to_bytes(4, "big") + rel)
-        data = path.read_bytes().replace(masked, MASK.encode())
+    for rel, entry in _entries(case_dir):
+        # Each entry: its path, its type and permission bits, then its content (a file's bytes, a
+        # link's target), each length-prefixed so no two trees hash alike by concatenation.
+        mode = entry.stat(follow_symlinks=False).st_mode
+        head = f"{rel}\0{mode:o}".encode()
+        h.update(len(head).to_bytes(4, "big") + head)
+        if entry.is_symlink():
+            data = os.readlink(entry.path).encode(errors="surrogateescape")
+        elif entry.is_file(follow_symlinks=False):
+            with open(entry.path, "rb") as f:
+                data = f.read()
+        else:
+            continue
+        data = data.replace(masked, mask)
         h.update(len(data).to_bytes(8, "big") + data)
     state = json.dumps(provider.to_json(), ensure_ascii=False, sort_keys=True)
     h.update(state.replace(dir_name, MASK).encode())

@@ -54,9 +54,9 @@ def test_second_process_cases_share_one_host_while_its_intruders_change_nothing(
     the verdicts are a real kill's: the test above)."""
     for agent, served in (("durable-agent", "all"), ("messages-only", "one")):
         out = tmp_path / agent
-        proc = subprocess.run([*CLI, "run", "--out", str(out), "--agent", agent, "--scenario", "changelog-fast",
-                               "--fault", "second", "--states"], capture_output=True, text=True, timeout=600,
-                              check=False, cwd=ROOT)
+        proc = subprocess.run([*CLI, "run", "--out", str(out), "--agent", agent, "--scenario",
+                               "changelog-fast", "--fault", "second", "--states"], capture_output=True,
+                              text=True, timeout=600, check=False, cwd=ROOT)
         assert proc.returncode in (0, 1), proc.stderr
         rows = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
         points = sum(1 for r in rows if json.loads(r)["case"].endswith("/second"))
@@ -100,3 +100,19 @@ def test_a_run_with_a_second_process_is_no_state_for_its_children() -> None:
         obs = states.record(parent, scenario, may_extend=True)
         assert obs.intrusions, "the parent ran a second process"
         assert not states.usable(child, scenario)
+
+
+def test_the_memory_bench_runs_until_its_target_and_leaves_no_snapshot_behind() -> None:
+    from crashmatrix.harness.cli.bench_memory import measure_memory  # noqa: PLC0415
+    from crashmatrix.harness.cli.run import _runner_config  # noqa: PLC0415 - the CLI's own setup
+    from crashmatrix.scenarios import load_builtin  # noqa: PLC0415
+
+    # Capped at depth 1 by its [matrix] max_depth: a small matrix, so the target takes two runs.
+    scenario = load_builtin()["policy-loosened"]
+    with _runner_config("durable-agent", 60.0, False, False) as cfg:
+        one = measure_memory([scenario], cfg, jobs=2, target=1, sample_every=10)
+        figures = measure_memory([scenario], cfg, jobs=2, target=one.cases + 1, sample_every=10)
+    assert figures.runs == 2
+    assert figures.cases == 2 * one.cases
+    assert len(figures.samples_mb) == figures.cases // 10
+    assert figures.states_left_bytes == 0, "every snapshot is deleted once its scenario's cases finish"

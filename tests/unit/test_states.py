@@ -56,6 +56,21 @@ def test_the_key_masks_the_directory_name_and_sees_every_byte_and_the_provider(t
     assert key(one, state(A), "s", 1) != key(two, state(B), "s", 1)
 
 
+@pytest.mark.parametrize("change", ["empty directory", "symbolic link", "permission bits", "file moved"])
+def test_the_key_sees_what_a_recovery_could_read_besides_file_bytes(tmp_path: Path, change: str) -> None:
+    one, two = tree(tmp_path, A), tree(tmp_path, B)
+    assert key(one, state(A)) == key(two, state(B))
+    if change == "empty directory":
+        (two / "session" / "inbox").mkdir()
+    elif change == "symbolic link":
+        (two / "ws" / "latest").symlink_to("CHANGELOG.md")
+    elif change == "permission bits":
+        (two / "ws" / "CHANGELOG.md").chmod(0o444)
+    else:
+        (two / "ws" / "CHANGELOG.md").rename(two / "ws" / "CHANGES.md")
+    assert key(one, state(A)) != key(two, state(B)), change
+
+
 def test_a_settle_is_reused_only_when_one_that_ended_was_kept() -> None:
     settled = Settled()
     ran = IncarnationRecord(3, "recover", {}, exit_code=0, duration_ms=12.0)
