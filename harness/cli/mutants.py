@@ -50,7 +50,11 @@ def render(hunts: list[Hunt]) -> str:
               help="fork: incarnations fork from a pre-imported zygote; fresh: a new interpreter each.")
 @click.option("--timeout", default=30.0, show_default=True, metavar="S",
               help="Per-case deadline (a mutant that hangs is killed by liveness).")
-def mutants(names: tuple[str, ...], as_json: bool, jobs: int, spawn: str, timeout: float) -> None:
+@click.option("--states", is_flag=True,
+              help="Start crash cases from recorded crash states, as `run --states` does (every "
+                   "mutant must be killed by the same case as without).")
+def mutants(names: tuple[str, ...], as_json: bool, jobs: int, spawn: str, timeout: float,
+            states: bool) -> None:
     """Run each faulty agent of the catalogue through its crash matrix; every one must be killed.
 
     A mutant is killed by the first failing case in enumeration order (recordings, then single
@@ -59,7 +63,7 @@ def mutants(names: tuple[str, ...], as_json: bool, jobs: int, spawn: str, timeou
     chosen = [MutantName(n) for n in dict.fromkeys(names)] or list(CATALOGUE)
     try:
         hunts = hunt_all(chosen, jobs=jobs, spawn=SpawnMode(spawn), timeout_s=timeout,
-                         on_hunt=_progress)
+                         on_hunt=_progress, states=states)
     except KeyboardInterrupt as exc:  # SIGINT or SIGTERM (crashmatrix.harness.cli.main)
         click.echo(f"crashmatrix: {exc or 'interrupted by SIGINT'}", err=True)
         sys.exit(int(Exit.HARNESS))

@@ -126,14 +126,16 @@ class CrashStates:
                                         settle_unchanged=capture.settle_unchanged))
         return obs
 
-    def expect(self, parent: Case, children: list[Case]) -> None:
-        """The children the matrix enumerated of `parent`: its FREEZE children share a host."""
+    def expect(self, children: list[Case]) -> None:
+        """Cases enumerated, before any of them runs: FREEZE children of one parent share a host."""
         for child in children:
+            if not child.schedule:
+                continue
             step = child.schedule[-1]
             if child.blackbox or at_crash_of(self.runner.fault(step.fault)) is not AtCrash.FREEZE:
                 continue
             with self._lock:
-                self._expected.setdefault((parent.case_id, step.fault), []).append(step)
+                self._expected.setdefault((_parent(child).case_id, step.fault), []).append(step)
 
     def usable(self, case: Case, scenario: Scenario) -> bool:
         """Whether the case can start from its parent's snapshot (or, a FREEZE case, share a host)."""

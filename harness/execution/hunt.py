@@ -63,18 +63,29 @@ def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
 
 
 def hunt(mutant: MutantName, scenarios: Sequence[Scenario], runner: RunnerConfig,
-         jobs: int, faults: tuple[str, ...] | None = None) -> Hunt:
+         jobs: int, faults: tuple[str, ...] | None = None, states: bool = False) -> Hunt:
     """Run the mutant's matrix over `scenarios`: all recordings, then all single crashes, then
     crash loops; each level in scenario order, then crash-point order; stop at the first kill.
-    `faults`: the kinds enumerated (None: the default set)."""
-    matrix = Matrix(MatrixConfig(scenarios=list(scenarios), runner=runner, jobs=jobs, faults=faults))
+    `faults`: the kinds enumerated (None: the default set); `states`: as `run --states`."""
+    matrix = Matrix(MatrixConfig(scenarios=list(scenarios), runner=runner, jobs=jobs, faults=faults,
+                                 states=states))
     by_name = {s.name: s for s in scenarios}
 
     def abort() -> None:
         matrix.stop.set()
         kill_all()
 
-    cases: list[Case] = [Case(s.name) for s in scenarios]
+    try:
+        return _levels(mutant, matrix, by_name, jobs, abort)
+    finally:
+        if matrix.states is not None:  # its snapshots and shared recoveries go with the hunt
+            for name in by_name:
+                matrix.states.forget(name)
+
+
+def _levels(mutant: MutantName, matrix: Matrix, by_name: Mapping[str, Scenario], jobs: int,
+            abort: Callable[[], None]) -> Hunt:
+    cases: list[Case] = [Case(name) for name in by_name]
     run = unjudged = 0
     while cases:
         results = run_until_failure(matrix.run_case, cases, jobs, abort)
@@ -86,12 +97,14 @@ def hunt(mutant: MutantName, scenarios: Sequence[Scenario], runner: RunnerConfig
             return Hunt(mutant, True, killer.case, str(killer.violations[0]["invariant"]), run,
                         unjudged=unjudged, repro=killer.repro)
         cases = next_level(cases, results, by_name, matrix.faults)
+        if matrix.states is not None:
+            matrix.states.expect(cases)
     return Hunt(mutant, False, cases=run, unjudged=unjudged)
 
 
 def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = SpawnMode.FORK,
              timeout_s: float = 30.0, work: Path | None = None,
-             on_hunt: Callable[[Hunt], None] | None = None) -> list[Hunt]:
+             on_hunt: Callable[[Hunt], None] | None = None, states: bool = False) -> list[Hunt]:
     """Hunt each mutant in turn (cases of one mutant run in parallel), sharing one fake provider
     and one zygote: the zygote holds no patch, each forked child applies its own. Cases run
     under `work` (default: a temporary directory) and are deleted as they finish."""
@@ -109,11 +122,11 @@ def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = S
                                       work_root=(work or Path(tmp)) / name.value,
                                       case_timeout_s=timeout_s, spawner=spawner, fsync=power)
                 focused = [builtins[s] for s in CATALOGUE[name].scenarios]
-                found = hunt(name, focused, runner, jobs, faults)
+                found = hunt(name, focused, runner, jobs, faults, states)
                 if not found.killed:
                     # The catalogue's guess missed: every other built-in gets its chance.
                     rest = [s for n, s in sorted(builtins.items()) if n not in CATALOGUE[name].scenarios]
-                    more = hunt(name, rest, runner, jobs, faults)
+                    more = hunt(name, rest, runner, jobs, faults, states)
                     found = Hunt(name, more.killed, more.case, more.invariant,
                                  found.cases + more.cases, focused=False,
                                  unjudged=found.unjudged + more.unjudged, repro=more.repro)

@@ -170,7 +170,7 @@ class Matrix:
                         mine = [c for i, c in enumerate(children) if case.depth > 0
                                 or in_shard(position[case.scenario] + i, cfg.shard)]
                         if self.states is not None:
-                            self.states.expect(case, mine)  # before any of them runs
+                            self.states.expect(mine)  # before any of them runs
                         for child in mine:
                             submit(child)
                         left[case.scenario] -= 1
