@@ -102,6 +102,7 @@ class CrashStates:
         # FREEZE children expected of a parent (parent id, fault) -> steps, and their hosts.
         self._expected: dict[tuple[str, str], list[CrashStep]] = {}
         self._chains: dict[tuple[str, str], FreezeChain] = {}
+        self._stored: dict[bytes, bool] = {}  # a tree's digest -> its store holds the task
         self.tally = Tally()
         self.settled = states.Settled()
 
@@ -115,7 +116,7 @@ class CrashStates:
         snapshots of its finishing incarnation when it will have children."""
         capture = None
         if may_extend and not case.blackbox:
-            capture = Capture(case.depth + 1, self._dest(case))
+            capture = Capture(case.depth + 1)
         with self.running:
             obs = self.runner.run(case, scenario, capture=capture, settled=self.settled)
         # A run with a second process in it (`second`) is not a prefix a state can stand for: its
@@ -191,11 +192,10 @@ class CrashStates:
         delivered = _delivered(parent, d, step.n)
         done = sorted(x.item_id for x in delivered)
         if step.fault == KILL.name:
-            # A plain kill changes nothing after the kill: the snapshot is the state, keyed where
-            # it lies (its own directory name masked), and copied only if this case runs it.
-            spec = self.runner.spec_for(snap.path, scenario)
-            accepted = recovering or self.runner.accepted(spec, prefix)
-            key = states.key(snap.path, snap.provider, scenario.name, d, accepted, done, name=snap.dir_name)
+            # A plain kill changes nothing after the kill: the snapshot is the state, keyed as it
+            # is held (its own directory name masked), and written out only if this case runs it.
+            accepted = recovering or self._accepted(snap, scenario, prefix)
+            key = states.snapshot_key(snap, scenario.name, d, accepted, done)
         else:
             restored = states.restore(snap, case_dir)
             spec = self.runner.spec_for(case_dir, scenario)
@@ -225,7 +225,7 @@ class CrashStates:
             return obs, True
         try:
             provider = restored if restored is not None else states.restore(snap, case_dir)
-            capture = Capture(d + 1, self._dest(case)) if may_extend else None
+            capture = Capture(d + 1) if may_extend else None
             with self.running:
                 obs = self.runner.run(case, scenario, start=Start(case_dir, provider, prefix,
                                                                   parent.workspace_before, accepted,
@@ -295,8 +295,27 @@ class CrashStates:
             chain.finish(obs if obs is not None and chain.perturbed is not None else None)
 
     # -- internals -------------------------------------------------------------------------
-    def _dest(self, case: Case) -> Path:
-        return self.root / case.scenario / case_dir_name(case)
+    def _accepted(self, snap: states.Snapshot, scenario: Scenario, prefix: list[IncarnationRecord]) -> bool:
+        """`runner.accepted` for a case killed where `snap` was taken: from its events when they
+        decide it, else from the store, read from a copy written once per distinct tree."""
+        decided = self.runner.accepted_by_events(prefix)
+        if decided is not None:
+            return decided
+        digest = snap.tree.digest(snap.dir_name)
+        with self._lock:
+            known = self._stored.get(digest)
+        if known is None:
+            # Under its own name (nothing to rewrite), in a folder of this thread's.
+            where = self.root / f"store-{threading.get_ident()}" / snap.dir_name
+            shutil.rmtree(where.parent, ignore_errors=True)
+            states.restore(snap, where)
+            try:
+                known = self.runner.accepted(self.runner.spec_for(where, scenario), prefix)
+            finally:
+                shutil.rmtree(where.parent, ignore_errors=True)
+            with self._lock:
+                self._stored[digest] = known
+        return known
 
     def _keep(self, case: Case, ex: _Execution) -> None:
         with self._lock:

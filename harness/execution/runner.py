@@ -281,13 +281,22 @@ class CaseRunner:
         (`commit.after`) accepted the task whatever the store says now: a power loss may have
         taken it since, and the caller, told it was accepted, recovers it, never re-submits it.
         """
+        decided = self.accepted_by_events(incarnations, probes)
+        if decided is not None:
+            return decided
+        if Capability.STORE in self.config.adapter.capabilities:
+            return bool(self.config.adapter.read_transcript(spec).runs)
+        # Black-box, no store reader: no commit event says the task landed; a store file
+        # holding bytes does (its first commit holds the task, as for any agent).
+        return _holds_bytes(spec.session)
+
+    def accepted_by_events(self, incarnations: list[IncarnationRecord], probes: bool = True) -> bool | None:
+        """`accepted` when the probe events alone decide it; None when the store must be read."""
         acknowledged = any(e.kind == "commit.after" for inc in incarnations for e in inc.events)
         if Capability.STORE in self.config.adapter.capabilities:
-            return acknowledged or bool(self.config.adapter.read_transcript(spec).runs)
+            return True if acknowledged else None
         if not probes:
-            # Black-box, no store reader: no commit event says the task landed; a store file
-            # holding bytes does (its first commit holds the task, as for any agent).
-            return _holds_bytes(spec.session)
+            return None
         # A write that returned survives a SIGKILL: `commit.written` is enough.
         return any(e.kind in ("commit.written", "commit.after") for inc in incarnations for e in inc.events)
 
@@ -496,17 +505,16 @@ class Start:
 
 @dataclass
 class Capture:
-    """Snapshots of the tree at every event of incarnation `incarnation`, kept under `dest`."""
+    """Snapshots of the tree at every event of incarnation `incarnation`, kept in memory."""
 
     incarnation: int
-    dest: Path
     snaps: dict[int, Snapshot] = field(default_factory=dict)
     # The settle run changed nothing (no byte, no request): a recover from the final state is
     # that run again, whatever its role (freeze_chain.py reuses it).
     settle_unchanged: bool = False
 
     def take(self, case_dir: Path, provider: CaseState, incarnation: int, event: int) -> None:
-        self.snaps[event] = take(case_dir, provider, self.dest / f"{incarnation}-{event}", incarnation, event)
+        self.snaps[event] = take(case_dir, provider, incarnation, event, self.snaps.get(event - 1))
 
 
 @dataclass

@@ -2,9 +2,10 @@
 
 A SIGKILL keeps the page cache, so what a kill at event k leaves is the case tree (session and
 workspace) as it stands while the agent waits at event k, plus the fake provider's state (its
-request log, its fault schedule, its stored responses). `take` copies both there; `restore` puts
-them into another case directory, and a case then starts from that state with `recover`, as
-after a real kill, without running the incarnation up to the crash again (issue 17).
+request log, its fault schedule, its stored responses). `take` reads both into memory (a tree
+byte-identical to the previous event's is shared, not copied); `restore` writes them into another
+case directory, and a case then starts from that state with `recover`, as after a real kill,
+without running the incarnation up to the crash again (issue 17).
 
 Paths inside the tree name the directory they were written in (our agent's config holds its
 workspace's absolute path, the provider URL holds the case key). Case directories are all named
@@ -21,7 +22,7 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
+import stat
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,66 +36,120 @@ from crashmatrix.harness.records.observation import IncarnationRecord
 TREE = ("session", "ws")  # what a case directory holds that the agent reads and writes
 MASK = "\0case-dir\0"  # stands for the directory's name in a key
 
+# One entry of a tree: its path relative to the case directory, its st_mode (type and permission
+# bits), and its content: a file's bytes, a link's target, None for a directory.
+Entry = tuple[str, int, bytes | None]
+
+
+class Tree:
+    """A case tree read into memory (`read_tree`): what a snapshot keeps. Immutable; its digest
+    with a directory name masked is computed once."""
+
+    __slots__ = ("_digests", "entries")
+
+    def __init__(self, entries: tuple[Entry, ...]) -> None:
+        self.entries = entries
+        self._digests: dict[str, bytes] = {}
+
+    def digest(self, dir_name: str) -> bytes:
+        """Every entry (path, mode, content, each length-prefixed so no two trees hash alike by
+        concatenation), with `dir_name` masked wherever it appears in a content."""
+        found = self._digests.get(dir_name)
+        if found is None:
+            masked, mask = dir_name.encode(), MASK.encode()
+            h = hashlib.sha256()
+            for rel, mode, data in self.entries:
+                head = f"{rel}\0{mode:o}".encode()
+                h.update(len(head).to_bytes(4, "big") + head)
+                if data is not None:
+                    content = data.replace(masked, mask)
+                    h.update(len(content).to_bytes(8, "big") + content)
+            found = self._digests[dir_name] = h.digest()
+        return found
+
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The case tree and provider state at one event of one incarnation, kept in `path`."""
+    """The case tree and provider state at one event of one incarnation, kept in memory."""
 
-    path: Path  # holds a copy of TREE
+    tree: Tree
     dir_name: str  # the case directory it was taken in (its name is rewritten on restore)
     provider: CaseState
     incarnation: int
     event: int
 
 
-def take(case_dir: Path, provider: CaseState, dest: Path, incarnation: int, event: int) -> Snapshot:
-    """Copy the tree of `case_dir` to `dest` (the agent is waiting at the event: nothing moves)."""
-    dest.mkdir(parents=True, exist_ok=True)
+def read_tree(root: Path) -> Tree:
+    """The tree of case directory `root`, each directory before what it holds; links are kept
+    as links, never followed."""
+    entries: list[Entry] = []
     for part in TREE:
-        src = case_dir / part
-        if src.is_dir():
-            shutil.copytree(src, dest / part, symlinks=True)
-    return Snapshot(dest, case_dir.name, provider, incarnation, event)
+        if (root / part).is_dir():
+            entries.append((part, os.lstat(root / part).st_mode, None))
+    for rel, entry in _entries(root):
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if entry.is_symlink():
+            entries.append((rel, mode, os.readlink(entry.path).encode(errors="surrogateescape")))
+        elif entry.is_file(follow_symlinks=False):
+            with open(entry.path, "rb") as f:
+                entries.append((rel, mode, f.read()))
+        elif entry.is_dir(follow_symlinks=False):
+            entries.append((rel, mode, None))
+    return Tree(tuple(entries))
+
+
+def take(case_dir: Path, provider: CaseState, incarnation: int, event: int,
+         previous: Snapshot | None = None) -> Snapshot:
+    """Read the tree of `case_dir` (the agent is waiting at the event: nothing moves). When it
+    is byte-identical to `previous`'s, that tree is shared (and so is its digest)."""
+    tree = read_tree(case_dir)
+    if previous is not None and previous.dir_name == case_dir.name and previous.tree.entries == tree.entries:
+        tree = previous.tree
+    return Snapshot(tree, case_dir.name, provider, incarnation, event)
 
 
 def restore(snap: Snapshot, case_dir: Path) -> CaseState:
-    """Put the snapshot's tree into `case_dir` (which must not hold one), its directory name
-    rewritten to `case_dir`'s; returns the provider state, rewritten the same way."""
+    """Write the snapshot's tree into `case_dir` (which must not hold one), its directory name
+    rewritten to `case_dir`'s byte for byte; returns the provider state, rewritten the same way."""
     old, new = snap.dir_name, case_dir.name
     if len(old) != len(new):
         raise ValueError(f"case directory names differ in length: {old!r}, {new!r}")
     case_dir.mkdir(parents=True, exist_ok=True)
-    for part in TREE:
-        src = snap.path / part
-        if src.is_dir():
-            shutil.copytree(src, case_dir / part, symlinks=True)
-    _rewrite(case_dir, old.encode(), new.encode())
+    before, after = old.encode(), new.encode()
+    dirs: list[tuple[Path, int]] = []
+    for rel, mode, data in snap.tree.entries:
+        path = case_dir / rel
+        if data is None:
+            path.mkdir(parents=True, exist_ok=True)
+            dirs.append((path, mode))
+        elif stat.S_ISLNK(mode):
+            os.symlink(data.replace(before, after), path)
+        else:
+            with open(path, "wb") as f:
+                f.write(data.replace(before, after))
+            os.chmod(path, stat.S_IMODE(mode))
+    for path, mode in reversed(dirs):  # last: a read-only directory is written into first
+        os.chmod(path, stat.S_IMODE(mode))
     return _provider_renamed(snap.provider, old, new)
 
 
 def _entries(root: Path) -> Iterable[tuple[str, os.DirEntry[str]]]:
-    """Every entry of the tree, in name order, with its path relative to `root`: directories
-    (an empty one is state too), regular files and symbolic links, never followed."""
-    stack = [part for part in reversed(TREE) if (root / part).is_dir()]
-    while stack:
-        rel = stack.pop()
-        with os.scandir(root / rel) as listing:
-            entries = sorted(listing, key=lambda e: e.name)
-        for entry in reversed(entries):
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(f"{rel}/{entry.name}")
-        for entry in entries:
-            yield f"{rel}/{entry.name}", entry
+    """Every entry of the tree, in name order (a directory before what it holds), with its path
+    relative to `root`: directories (an empty one is state too), regular files and symbolic
+    links, never followed."""
+    for part in TREE:
+        if (root / part).is_dir():
+            yield from _walk(root, part)
 
 
-def _rewrite(root: Path, old: bytes, new: bytes) -> None:
-    for _rel, entry in _entries(root):
-        if entry.is_file(follow_symlinks=False):
-            with open(entry.path, "rb") as f:
-                data = f.read()
-            if old in data:
-                with open(entry.path, "wb") as f:
-                    f.write(data.replace(old, new))
+def _walk(root: Path, rel: str) -> Iterable[tuple[str, os.DirEntry[str]]]:
+    with os.scandir(root / rel) as listing:
+        entries = sorted(listing, key=lambda e: e.name)
+    for entry in entries:
+        child = f"{rel}/{entry.name}"
+        yield child, entry
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(root, child)
 
 
 def _provider_renamed(state: CaseState, old: str, new: str) -> CaseState:
@@ -106,29 +161,21 @@ def _provider_renamed(state: CaseState, old: str, new: str) -> CaseState:
     return dataclasses.replace(state, records=records, responses=data["responses"])
 
 
-def key(case_dir: Path, provider: CaseState, *context: object, name: str | None = None) -> str:
-    """What recovery can observe, hashed: every file of the tree (relative path and bytes) and
-    the provider state, with the case directory's name (`name`, default `case_dir`'s: a snapshot
-    is keyed with the name of the directory it was taken in) masked, and `context` (the
-    scenario, the command the next incarnation runs, its index)."""
-    dir_name = name or case_dir.name
-    masked, mask = dir_name.encode(), MASK.encode()
-    h = hashlib.sha256()
-    for rel, entry in _entries(case_dir):
-        # Each entry: its path, its type and permission bits, then its content (a file's bytes, a
-        # link's target), each length-prefixed so no two trees hash alike by concatenation.
-        mode = entry.stat(follow_symlinks=False).st_mode
-        head = f"{rel}\0{mode:o}".encode()
-        h.update(len(head).to_bytes(4, "big") + head)
-        if entry.is_symlink():
-            data = os.readlink(entry.path).encode(errors="surrogateescape")
-        elif entry.is_file(follow_symlinks=False):
-            with open(entry.path, "rb") as f:
-                data = f.read()
-        else:
-            continue
-        data = data.replace(masked, mask)
-        h.update(len(data).to_bytes(8, "big") + data)
+def key(case_dir: Path, provider: CaseState, *context: object) -> str:
+    """What recovery can observe in `case_dir`, hashed (`tree_key`)."""
+    return tree_key(read_tree(case_dir), case_dir.name, provider, *context)
+
+
+def snapshot_key(snap: Snapshot, *context: object) -> str:
+    """A snapshot's state hashed where it lies, as `key` hashes the tree it was taken from."""
+    return tree_key(snap.tree, snap.dir_name, snap.provider, *context)
+
+
+def tree_key(tree: Tree, dir_name: str, provider: CaseState, *context: object) -> str:
+    """What recovery can observe, hashed: the tree (`Tree.digest`) and the provider state, with the
+    case directory's name masked, and `context` (the scenario, the command the next incarnation
+    runs, its index)."""
+    h = hashlib.sha256(tree.digest(dir_name))
     state = json.dumps(provider.to_json(), ensure_ascii=False, sort_keys=True)
     h.update(state.replace(dir_name, MASK).encode())
     h.update(json.dumps([str(c) for c in context]).replace(dir_name, MASK).encode())

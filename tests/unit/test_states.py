@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,7 @@ import pytest
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.fakes.records import RequestRecord
 from crashmatrix.harness.execution.audit import audited, compared
-from crashmatrix.harness.execution.states import Settled, key, restore, take
+from crashmatrix.harness.execution.states import Settled, key, restore, snapshot_key, take
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import IncarnationRecord
 from crashmatrix.harness.records.results import CaseResult, Verdict
@@ -35,7 +37,7 @@ def state(name: str) -> CaseState:
 
 
 def test_a_snapshot_is_restored_under_another_name_byte_for_byte(tmp_path: Path) -> None:
-    snap = take(tree(tmp_path, A), state(A), tmp_path / "snaps" / "1-4", 1, 4)
+    snap = take(tree(tmp_path, A), state(A), 1, 4)
     provider = restore(snap, tmp_path / B)
     config = (tmp_path / B / "session" / "config.json").read_text(encoding="utf-8")
     assert config == f'{{"workspace": "/x/{B}/ws"}}'
@@ -69,6 +71,25 @@ def test_the_key_sees_what_a_recovery_could_read_besides_file_bytes(tmp_path: Pa
     else:
         (two / "ws" / "CHANGELOG.md").rename(two / "ws" / "CHANGES.md")
     assert key(one, state(A)) != key(two, state(B)), change
+
+
+def test_a_snapshot_held_in_memory_keys_and_restores_as_the_tree_it_was_taken_from(tmp_path: Path) -> None:
+    one = tree(tmp_path, A)
+    (one / "session" / "inbox").mkdir()
+    (one / "ws" / "latest").symlink_to(f"/x/{A}/ws/CHANGELOG.md")
+    (one / "ws" / "CHANGELOG.md").chmod(0o444)
+    snap = take(one, state(A), 1, 4)
+    assert snapshot_key(snap, "s", 1) == key(one, state(A), "s", 1)
+    restore(snap, tmp_path / B)
+    two = tmp_path / B
+    assert (two / "session" / "inbox").is_dir(), "an empty directory is restored"
+    assert os.readlink(two / "ws" / "latest") == f"/x/{B}/ws/CHANGELOG.md", "a link, renamed, not followed"
+    assert stat.S_IMODE((two / "ws" / "CHANGELOG.md").stat().st_mode) == 0o444
+    assert key(two, state(B), "s", 1) == key(one, state(A), "s", 1)
+    again = take(one, state(A), 1, 5, previous=snap)
+    assert again.tree is snap.tree, "an unchanged tree is shared with the previous event's"
+    (one / "ws" / "CHANGELOG.md").chmod(0o644)
+    assert take(one, state(A), 1, 6, previous=again).tree is not snap.tree
 
 
 def test_a_settle_is_reused_only_when_one_that_ended_was_kept() -> None:
