@@ -60,6 +60,9 @@ class _Execution:
     origin: tuple[states.Snapshot, str] | None = None
     hostable: bool = False
     settle_unchanged: bool = False
+    # Cases whose finishing incarnations started from one state behave alike: their FREEZE
+    # children share one host. The state's key, or (a recording, a real kill) the case's id.
+    group: str = ""
 
 
 @dataclass
@@ -99,9 +102,10 @@ class CrashStates:
         self._execs: dict[str, _Execution] = {}
         self._shared: dict[str, Future[_Tail]] = {}
         self._keys: dict[str, tuple[str, str]] = {}  # owning case id -> (scenario, state key)
-        # FREEZE children expected of a parent (parent id, fault) -> steps, and their hosts.
-        self._expected: dict[tuple[str, str], list[CrashStep]] = {}
-        self._chains: dict[tuple[str, str], FreezeChain] = {}
+        # FREEZE children expected of the parents of a group: (scenario, group, fault) -> their
+        # steps, and the group's host.
+        self._expected: dict[tuple[str, str, str], set[CrashStep]] = {}
+        self._chains: dict[tuple[str, str, str], FreezeChain] = {}
         self._stored: dict[bytes, bool] = {}  # a tree's digest -> its store holds the task
         self.tally = Tally()
         self.settled = states.Settled()
@@ -124,7 +128,7 @@ class CrashStates:
         if capture is not None and not obs.intrusions:
             self._keep(case, _Execution(obs.incarnations, capture.snaps, obs.workspace_before, obs,
                                         hostable=case.depth == 0,
-                                        settle_unchanged=capture.settle_unchanged))
+                                        settle_unchanged=capture.settle_unchanged, group=case.case_id))
         return obs
 
     def expect(self, children: list[Case]) -> None:
@@ -136,7 +140,9 @@ class CrashStates:
             if child.blackbox or at_crash_of(self.runner.fault(step.fault)) is not AtCrash.FREEZE:
                 continue
             with self._lock:
-                self._expected.setdefault((_parent(child).case_id, step.fault), []).append(step)
+                parent = self._execs.get(_parent(child).case_id)
+                if parent is not None:
+                    self._expected.setdefault((child.scenario, parent.group, step.fault), set()).add(step)
 
     def usable(self, case: Case, scenario: Scenario) -> bool:
         """Whether the case can start from its parent's snapshot (or, a FREEZE case, share a host)."""
@@ -148,11 +154,15 @@ class CrashStates:
             return False
         with self._lock:
             parent = self._execs.get(_parent(case).case_id)
-            expected = self._expected.get((_parent(case).case_id, step.fault), [])
+            group = (case.scenario, parent.group, step.fault) if parent else None
+            expected = self._expected.get(group, set()) if group else set()
+            chain = self._chains.get(group) if group else None
         if parent is None:
             return False
         if at_crash_of(fault) is AtCrash.FREEZE:
+            # A host already under way serves only the points it was started with.
             return (parent.obs is not None and parent.settle_unchanged and step in expected
+                    and (chain is None or step.n in chain.outcomes)
                     and (parent.hostable or parent.origin is not None))
         return at_crash_of(fault) is AtCrash.KILL and step.n in parent.snaps
 
@@ -164,9 +174,9 @@ class CrashStates:
                 del self._execs[case_id]
             for k in [k for k, (s, _) in self._keys.items() if s == scenario]:
                 self._shared.pop(self._keys.pop(k)[1], None)
-            for pair in [p for p in self._expected if p[0].startswith(prefix)]:
-                del self._expected[pair]
-                self._chains.pop(pair, None)
+            for group in [g for g in self._expected if g[0] == scenario]:
+                del self._expected[group]
+                self._chains.pop(group, None)
         shutil.rmtree(self.root / scenario, ignore_errors=True)
 
     def run(self, case: Case, scenario: Scenario, may_extend: bool) -> tuple[Observation, bool]:
@@ -221,7 +231,8 @@ class CrashStates:
                                                                 if x.incarnation > d)])
             if tail.snaps:
                 self._keep(case, _Execution(obs.incarnations, tail.snaps, parent.workspace_before, obs,
-                                            origin=tail.origin, settle_unchanged=tail.settle_unchanged))
+                                            origin=tail.origin, settle_unchanged=tail.settle_unchanged,
+                                            group=key))
             return obs, True
         try:
             provider = restored if restored is not None else states.restore(snap, case_dir)
@@ -240,7 +251,7 @@ class CrashStates:
         unchanged = capture is not None and capture.settle_unchanged
         if capture is not None and not obs.intrusions:
             self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs,
-                                        origin=(snap, step.fault), settle_unchanged=unchanged))
+                                        origin=(snap, step.fault), settle_unchanged=unchanged, group=key))
         future.set_result(_Tail(obs, d, snaps, (snap, step.fault), unchanged))
         return obs, False
 
@@ -249,12 +260,13 @@ class CrashStates:
         """A FREEZE case through its parent's host (freeze_chain.py): the parent's own run with
         this point's intrusion when the intruder was clean, the host's run when it was this
         point's that changed something, else a real run."""
-        step, pair = case.schedule[-1], (_parent(case).case_id, case.schedule[-1].fault)
+        step = case.schedule[-1]
+        group = (case.scenario, parent.group, step.fault)
         with self._lock:
-            chain = self._chains.get(pair)
+            chain = self._chains.get(group)
             owner = chain is None
             if chain is None:
-                chain = self._chains[pair] = FreezeChain(self._expected[pair])
+                chain = self._chains[group] = FreezeChain(list(self._expected[group]))
         if owner:
             self._host(chain, case, scenario, parent)
         outcome: Outcome = chain.outcomes[step.n].result()
@@ -264,7 +276,7 @@ class CrashStates:
         if outcome.clean is not None and parent.obs is not None:
             return _with_intrusion(parent.obs, case, outcome), True
         if outcome.observation is not None:
-            return dataclasses.replace(outcome.observation, case=case), False
+            return _own_prefix(outcome.observation, case, parent), False
         return self.record(case, scenario, may_extend), False
 
     def _host(self, chain: FreezeChain, case: Case, scenario: Scenario, parent: _Execution) -> None:
@@ -338,6 +350,17 @@ def _with_intrusion(parent: Observation, case: Case, outcome: Outcome) -> Observ
                     dataclasses.replace(settle, index=d + 2, settle=True)]
     assert outcome.clean is not None
     return dataclasses.replace(parent, case=case, incarnations=incarnations, intrusions=[outcome.clean])
+
+
+def _own_prefix(host: Observation, case: Case, parent: _Execution) -> Observation:
+    """The host's run as `case`'s: the host may have been started for another parent of the
+    group (the same state, reached through other incarnations), so the earlier incarnations,
+    the workspace before them and their deliveries are the case's own parent's."""
+    d = case.depth
+    earlier = [x for x in (parent.obs.deliveries if parent.obs else []) if x.incarnation < d]
+    return dataclasses.replace(host, case=case, workspace_before=parent.workspace_before,
+                               incarnations=[*parent.incarnations[:d - 1], *host.incarnations[d - 1:]],
+                               deliveries=[*earlier, *(x for x in host.deliveries if x.incarnation >= d)])
 
 
 def _delivered(parent: _Execution, d: int, n: int) -> list[Delivery]:
