@@ -7,6 +7,9 @@ a built-in except which distribution declares it.
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Generic, TypeVar
@@ -18,6 +21,21 @@ T = TypeVar("T")
 ADAPTERS_GROUP = "crashmatrix.adapters"
 FAULTS_GROUP = "crashmatrix.faults"
 
+# Scanning the installed distributions costs ~80 ms (every matrix, every repro looked its faults
+# up again): a scan is kept while sys.path and the modification times of its directories (a
+# distribution installed or removed changes its directory's) are what they were.
+_scans: dict[str, tuple[tuple[tuple[str, int], ...], dict[str, EntryPoint]]] = {}
+_scans_lock = threading.Lock()
+
+
+def _path_state() -> tuple[tuple[str, int], ...]:
+    state = []
+    for entry in sys.path:
+        try:
+            state.append((entry, os.stat(entry or ".").st_mtime_ns))
+        except OSError:
+            state.append((entry, -1))
+    return tuple(state)
 
 
 class UnknownPlugin(LookupError):
@@ -40,11 +58,18 @@ class ExtensionPoint(Generic[T]):
     what: str  # for messages: "agent adapter", "fault kind"
 
     def _entries(self) -> dict[str, EntryPoint]:
+        state = _path_state()
+        with _scans_lock:
+            kept = _scans.get(self.group)
+        if kept is not None and kept[0] == state:
+            return dict(kept[1])
         found: dict[str, EntryPoint] = {}
         for ep in entry_points(group=self.group):
             # The first distribution on sys.path wins, as for any import.
             found.setdefault(ep.name, ep)
-        return found
+        with _scans_lock:
+            _scans[self.group] = (state, found)
+        return dict(found)
 
     def names(self) -> list[str]:
         return sorted(self._entries())
