@@ -13,8 +13,10 @@ import contextlib
 import encodings.idna  # noqa: F401
 import http.client
 import json
+import select
 import socket
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,6 +43,10 @@ class ProviderConfig:
 
 
 class ProviderClient:
+    """Keeps one connection alive across requests (a new one per request cost a handshake and a
+    server-side accept each time). An idle connection the server has closed is noticed before
+    anything is sent on it and replaced; a request that fails once sent is never resent here."""
+
     def __init__(self, config: ProviderConfig) -> None:
         self.config = config
         parts = urlsplit(config.base_url)
@@ -50,6 +56,34 @@ class ProviderClient:
         self._host = parts.hostname
         self._port = parts.port
         self._path = parts.path.rstrip("/") + "/chat/completions"
+        # The idle connection, if any; a list so the finalizer below can close whatever it holds
+        # without keeping the client alive. Taken out while in use: concurrent calls each get
+        # their own connection.
+        self._idle: list[http.client.HTTPConnection] = []
+        self._idle_lock = threading.Lock()
+        # Closed when the client is collected or at exit, before the socket's own finalizer
+        # would warn that it was left open.
+        weakref.finalize(self, _close_all, self._idle)
+
+    def close(self) -> None:
+        """Close the idle connection (the next request opens a new one)."""
+        with self._idle_lock:
+            _close_all(self._idle)
+
+    def _take(self) -> http.client.HTTPConnection | None:
+        with self._idle_lock:
+            conn = self._idle.pop() if self._idle else None
+        if conn is not None and not _still_open(conn):
+            conn.close()
+            return None
+        return conn
+
+    def _keep(self, conn: http.client.HTTPConnection) -> None:
+        with self._idle_lock:
+            if not self._idle:
+                self._idle.append(conn)
+                return
+        conn.close()
 
     def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> dict[str, Any]:
         """One request; returns the first choice's message or raises ProviderError."""
@@ -60,17 +94,23 @@ class ProviderClient:
         headers = {"Content-Type": "application/json"}
         if self.config.api_key:
             headers["Authorization"] = f"Bearer {self.config.api_key}"
-        conn_cls = (
-            http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
-        )
         timeout = self.config.timeout_s
-        conn = conn_cls(self._host, self._port, timeout=timeout)
+        conn = self._take()
+        fresh = conn is None
+        if conn is None:
+            conn_cls = (
+                http.client.HTTPSConnection if self._scheme == "https" else http.client.HTTPConnection
+            )
+            conn = conn_cls(self._host, self._port, timeout=timeout)
         # The socket timeout bounds each read, not the request: a provider that trickles a byte
         # at a time never trips it. A watchdog shuts the socket at the deadline, which wakes any
         # blocked read wherever http.client is (status line, headers, body).
         expired = threading.Event()
+        settled = threading.Lock()  # held by whichever comes first: the watchdog or the answer
 
         def expire() -> None:
+            if not settled.acquire(blocking=False):
+                return  # the answer is in: the connection must not be shut under its next request
             expired.set()
             sock = conn.sock  # read once: close() may clear it between a check and a use
             if sock is not None:
@@ -79,16 +119,18 @@ class ProviderClient:
 
         watchdog = threading.Timer(timeout, expire)
         watchdog.daemon = True
+        reusable = False
         try:
             # Started before connecting, so connect + send + wait + read share one deadline; a
             # connect still under way when it fires ends by its own timeout, checked below.
             watchdog.start()
-            conn.connect()
+            if fresh:
+                conn.connect()
             if expired.is_set():
                 raise TimeoutError
             conn.request("POST", self._path, body=payload, headers=headers)
             resp = conn.getresponse()
-            raw = _read_capped(resp)
+            raw, reusable = _read_capped(resp)
             status = resp.status
         except TimeoutError:
             raise ProviderError("timeout", retryable=True) from None
@@ -99,7 +141,11 @@ class ProviderClient:
             raise ProviderError(f"connection: {exc.__class__.__name__}", retryable=True) from None
         finally:
             watchdog.cancel()
-            conn.close()
+            # Kept only when the watchdog can no longer fire on it and the whole answer was read.
+            if reusable and settled.acquire(blocking=False):
+                self._keep(conn)
+            else:
+                conn.close()
         if raw is None:
             # Not retryable: the same request would get the same oversized answer.
             raise ProviderError(f"response body larger than {MAX_RESPONSE_BYTES} bytes",
@@ -121,16 +167,44 @@ class ProviderClient:
         return message
 
 
-def _read_capped(resp: http.client.HTTPResponse) -> bytes | None:
-    """The body, or None when it is larger than MAX_RESPONSE_BYTES (never read whole)."""
+def _close_all(conns: list[http.client.HTTPConnection]) -> None:
+    while conns:
+        conns.pop().close()
+
+
+def _still_open(conn: http.client.HTTPConnection) -> bool:
+    """Whether an idle connection can carry a request: nothing may be readable on it. A server
+    that closed it (its idle timeout, a restart) shows as readable (EOF or reset); so would stray
+    bytes, which would be read as the next answer."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return not poller.poll(0)
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
+def _read_capped(resp: http.client.HTTPResponse) -> tuple[bytes | None, bool]:
+    """The body, or None when it is larger than MAX_RESPONSE_BYTES (never read whole); and
+    whether the connection may carry another request (the answer was read to its end, and the
+    server keeps the connection open)."""
     try:
         # `length` is http.client's own parse of Content-Length (None when absent or chunked).
         if resp.length is not None and resp.length > MAX_RESPONSE_BYTES:
-            return None
+            return None, False
         raw = resp.read(MAX_RESPONSE_BYTES + 1)
         if resp.length:  # a bounded read does not raise when the body stops short; say it here
             raise http.client.IncompleteRead(raw, resp.length)
-        return None if len(raw) > MAX_RESPONSE_BYTES else raw
+        if len(raw) > MAX_RESPONSE_BYTES:
+            return None, False
+        # isclosed(): http.client let go of the body's stream, which it does at the body's end.
+        return raw, resp.isclosed() and not resp.will_close
     finally:
         resp.close()  # an unread rest keeps the socket open otherwise (Connection: close)
 

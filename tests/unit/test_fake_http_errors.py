@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from crashmatrix.fakes import FakeProvider, api_errors
-from crashmatrix.fakes import server as server_module
+from crashmatrix.fakes import FakeProvider, api_errors, http1
 from crashmatrix.scenarios import load_builtin
 
 KEY = "c"
@@ -32,7 +31,9 @@ def provider() -> Iterator[FakeProvider]:
 
 
 def head(*headers: str) -> bytes:
-    lines = [f"POST /{KEY}/v1/chat/completions HTTP/1.1", "Host: 127.0.0.1", *headers]
+    # Connection: close, so every answer ends at EOF (the keep-alive tests are at the end).
+    lines = [f"POST /{KEY}/v1/chat/completions HTTP/1.1", "Host: 127.0.0.1", "Connection: close",
+             *headers]
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
@@ -91,13 +92,13 @@ def test_a_post_without_a_length_is_411(provider: FakeProvider) -> None:
     assert provider.requests(KEY) == []
 
 
-@pytest.mark.parametrize("value", [str(server_module.MAX_BODY + 1), "9" * 5000])
+@pytest.mark.parametrize("value", [str(http1.MAX_BODY + 1), "9" * 5000])
 def test_a_body_over_the_limit_is_413_from_the_header_alone(provider: FakeProvider,
                                                             value: str) -> None:
     # No body is sent: the answer must come from the header, before any read of the body.
     started = time.monotonic()
     assert_error(exchange(provider, head(f"Content-Length: {value}")), 413,
-                 f"larger than {server_module.MAX_BODY} bytes")
+                 f"larger than {http1.MAX_BODY} bytes")
     assert time.monotonic() - started < 1.0
 
 
@@ -182,7 +183,7 @@ def drip(sock: socket.socket, seconds: float) -> bytes | None:
 
 def test_a_body_dripped_a_byte_at_a_time_gets_408_at_the_deadline(
         provider: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server_module, "REQUEST_DEADLINE_S", 0.35)
+    monkeypatch.setattr(http1, "REQUEST_DEADLINE_S", 0.35)
     with socket.create_connection(("127.0.0.1", provider.port), timeout=2.0) as sock:
         sock.sendall(head("Content-Length: 1000") + b"{")
         started = time.monotonic()
@@ -197,7 +198,7 @@ def test_a_body_dripped_a_byte_at_a_time_gets_408_at_the_deadline(
 
 def test_headers_dripped_a_byte_at_a_time_are_cut_off_at_the_deadline(
         provider: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(server_module, "REQUEST_DEADLINE_S", 0.35)
+    monkeypatch.setattr(http1, "REQUEST_DEADLINE_S", 0.35)
     with socket.create_connection(("127.0.0.1", provider.port), timeout=2.0) as sock:
         sock.sendall(f"POST /{KEY}/v1/chat/completions HTTP/1.1\r\nX-Slow: ".encode())
         data = drip(sock, 2.0)
@@ -237,6 +238,7 @@ def test_a_burst_of_64_connections_waits_in_the_listen_queue(
         gate.wait(5.0)
 
     monkeypatch.setattr(server, "service_actions", park)
+    server.wake()  # the loop sleeps until an event: one turn, and it parks
     socks: list[socket.socket] = []
     try:
         assert parked.wait(2.0)

@@ -356,22 +356,20 @@ def test_call_ids_count_across_the_history_or_restart_in_every_reply(
     assert [c[0] for c in calls_of(post(url, history)[1])] == second
 
 
-def test_stop_joins_a_request_thread_that_is_still_finishing(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A handler that takes a while after waking must still be joined by stop()."""
-    from crashmatrix.fakes import server as server_module  # noqa: PLC0415 - patched below
-
-    original = server_module._Handler.do_POST
-
-    def slow_to_finish(self: server_module._Handler) -> None:
-        original(self)
-        time.sleep(0.5)
-
-    monkeypatch.setattr(server_module._Handler, "do_POST", slow_to_finish)
+def test_one_thread_serves_every_request_and_connection(tmp_path: Path) -> None:
     before = set(threading.enumerate())
-    p = FakeProvider().start()
-    url = p.register("c", load_builtin()["finished"])
-    status, _ = post(url, request())
-    assert status == 200
-    p.stop()
+    with FakeProvider() as p:
+        urls = [p.register(k, load_builtin()["finished"]) for k in "abcd"]
+        conns = [http.client.HTTPConnection("127.0.0.1", p.port, timeout=5) for _ in urls]
+        for _ in range(3):  # each connection kept open across its requests
+            for conn, url in zip(conns, urls, strict=True):
+                conn.request("POST", urlsplit(url).path + "/chat/completions",
+                             body=json.dumps(request()).encode(),
+                             headers={"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                assert resp.status == 200
+                resp.read()
+        assert [t.name for t in provider_threads(before)] == ["fake-provider"]
+        for conn in conns:
+            conn.close()
     assert provider_threads(before) == []
