@@ -7,8 +7,8 @@ from collections import defaultdict
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation
-from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table
-from crashmatrix.harness.verify.effects import befores, site_effects, site_policy
+from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table_of
+from crashmatrix.harness.verify.effects import befores, site_effects_of, site_policy
 from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import Policy, Scenario, ToolName, count_lines
 
@@ -20,7 +20,7 @@ WITNESS_DIR = ".witness/"
 
 
 def check_at_most_once(obs: Observation, scenario: Scenario) -> list[Violation]:
-    table = call_table(obs.transcript)
+    table = call_table_of(Trace.of(obs))
     flagged: set[int] = set()
     out = _appended_lines(obs, table, flagged) + _witness_lines(obs, table, flagged)
     out += _repeated_effects(obs, table, flagged)
@@ -96,7 +96,7 @@ def _witness_lines(obs: Observation, table: CallTable, flagged: set[int]) -> lis
 def _repeated_effects(obs: Observation, table: CallTable, flagged: set[int]) -> list[Violation]:
     """The trace's view: catches doubles the workspace cannot show (e.g. a write of equal text)."""
     trace = Trace.of(obs)
-    effects = site_effects(trace, table)
+    effects = site_effects_of(trace)  # of the same table: both are the judged transcript's
     out: list[Violation] = []
     for s in table.sites:
         ran = befores(effects[s.index])

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crashmatrix.harness.records.transcript import Call, Message, ToolStart, Transcript
+from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import Role
 
 
@@ -48,6 +49,15 @@ class CallTable:
 
     def of_tool(self, tool: str) -> list[CallSite]:
         return [s for s in self.sites if s.tool == tool]
+
+
+def call_table_of(trace: Trace) -> CallTable:
+    """The call table of the judged transcript, built once per judgement (six checks read it)."""
+    return trace.view(_table)
+
+
+def _table(trace: Trace) -> CallTable:
+    return call_table(trace.obs.transcript)
 
 
 def call_table(t: Transcript) -> CallTable:

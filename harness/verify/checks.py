@@ -161,11 +161,12 @@ def judge(obs: Observation, scenario: Scenario) -> Judgement:
     t = obs.transcript
     unreadable = t.integrity_error is not None and t.commits == 0 and not t.runs and not t.messages
     out: list[Violation] = []
+    not_judged = {s.invariant for s in skipped}
     with shared_trace(obs):
         for invariant, check in CHECKS.items():
             if unreadable and invariant not in WITHOUT_STORE:
                 continue
-            if any(s.invariant is invariant for s in skipped):
+            if invariant in not_judged:
                 continue
             out += check(obs, scenario)
     order = list(CHECKS)

@@ -50,10 +50,20 @@ def lost_commits(trace: Trace, t: Transcript) -> list[Lost]:
     return out
 
 
+def lost_commits_of(trace: Trace) -> list[Lost]:
+    """`lost_commits` of the judged transcript, found once per judgement (intent-before-effect
+    reads them too); shared, so not to be changed."""
+    return trace.view(_lost)
+
+
+def _lost(trace: Trace) -> list[Lost]:
+    return lost_commits(trace, trace.obs.transcript)
+
+
 def check_durable_commits(obs: Observation, scenario: Scenario) -> list[Violation]:
     t = obs.transcript
     out: list[Violation] = []
-    for lost in lost_commits(Trace.of(obs), t):
+    for lost in lost_commits_of(Trace.of(obs)):
         now = (f"the final store holds no commit {lost.seq} (it holds {t.commits})"
                if lost.held is None else f"the final store holds commit {lost.seq} as {lost.held!r}")
         out.append(Violation(ID, (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.verify.calls import CallSite, CallTable
+from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table_of
 from crashmatrix.harness.verify.trace import Located, Pos, Trace
 from crashmatrix.scenarios.model import BoundaryKind
 
@@ -23,11 +23,18 @@ def site_effects(trace: Trace, table: CallTable) -> dict[int, list[Located]]:
     landed is answered: a reused id's next turn is not a re-run of it). Whether the agent recorded
     its intent first is intent-before-effect's question, not this one."""
     found: dict[int, list[Located]] = {s.index: [] for s in table.sites}
+    # Each call id's sites (in table order) and where each assistant landed, found once: every
+    # effect event looks them up.
+    by_id: dict[str | None, list[CallSite]] = {}
+    landed: dict[int, Pos | None] = {}
+    for s in table.sites:
+        by_id.setdefault(s.call_id, []).append(s)
+        landed[s.index] = trace.commit_pos(s.assistant.seq)
     for ev in trace.effects():
-        same_id = [s for s in table.sites if s.call_id == ev.call_id]
+        same_id = by_id.get(ev.call_id, [])
         same_tool = [s for s in same_id if s.tool == ev.label] or same_id
-        earlier = [s for s in same_tool if _before(trace.commit_pos(s.assistant.seq), ev.pos)]
-        later = [s for s in same_tool if (p := trace.commit_pos(s.assistant.seq)) is not None
+        earlier = [s for s in same_tool if _before(landed[s.index], ev.pos)]
+        later = [s for s in same_tool if (p := landed[s.index]) is not None
                  and p[0] == ev.inc and ev.pos < p]
         if earlier and (not later or not _answered(trace, earlier[-1], ev)):
             found[earlier[-1].index].append(ev)
@@ -36,6 +43,16 @@ def site_effects(trace: Trace, table: CallTable) -> dict[int, list[Located]]:
         elif earlier:
             found[earlier[-1].index].append(ev)
     return found
+
+
+def site_effects_of(trace: Trace) -> dict[int, list[Located]]:
+    """`site_effects` of the judged transcript's call table, built once per judgement (four checks
+    read it); shared, so not to be changed."""
+    return trace.view(_effects)
+
+
+def _effects(trace: Trace) -> dict[int, list[Located]]:
+    return site_effects(trace, call_table_of(trace))
 
 
 def _answered(trace: Trace, site: CallSite, ev: Located) -> bool:

@@ -19,6 +19,8 @@ from crashmatrix.scenarios.model import BoundaryKind
 
 K = BoundaryKind
 OK = 200
+# Plain strings, read once: a StrEnum member read in a loop over every event is a descriptor call.
+EFFECT_BEFORE, PROVIDER_BEFORE = K.EFFECT_BEFORE.value, K.PROVIDER_BEFORE.value
 
 
 def _always(obs: Observation) -> bool:
@@ -28,7 +30,7 @@ def _always(obs: Observation) -> bool:
 def _effect_ran(obs: Observation) -> bool:
     if not obs.probes:  # black-box: no effect probes; a changed workspace or a saved result says so
         return obs.workspace_after != obs.workspace_before or _result_committed(obs)
-    return any(e.kind == K.EFFECT_BEFORE for inc in obs.incarnations for e in inc.events)
+    return any(e.kind == EFFECT_BEFORE for inc in obs.incarnations for e in inc.events)
 
 
 def _killed_after(kind: str) -> Callable[[Observation], bool]:
@@ -51,7 +53,7 @@ def _recovered_request(obs: Observation) -> bool:
     for k, inc in enumerate(incs):
         # The fake's own count of requests while it ran, where no provider probe reports them.
         end = incs[k + 1].requests_before if k + 1 < len(incs) else len(obs.requests)
-        asked = end > inc.requests_before or any(e.kind == K.PROVIDER_BEFORE for e in inc.events)
+        asked = end > inc.requests_before or any(e.kind == PROVIDER_BEFORE for e in inc.events)
         if crashed and asked:
             return True
         crashed = crashed or inc.interrupted
@@ -103,4 +105,14 @@ EXERCISED: Mapping[InvariantId, Callable[[Observation], bool]] = MappingProxyTyp
 def exercised(obs: Observation) -> frozenset[InvariantId]:
     """The invariants whose situation arose in this case (an invariant with no predicate, e.g.
     one a newer verifier added, counts as exercised: never hidden)."""
-    return frozenset(i for i in InvariantId if EXERCISED.get(i, _always)(obs))
+    # Invariants share predicates (an effect ran, a request failed, a result was saved): each
+    # predicate is pure, so it is asked once per case.
+    answers: dict[Callable[[Observation], bool], bool] = {}
+    found: list[InvariantId] = []
+    for invariant in InvariantId:
+        arose = EXERCISED.get(invariant, _always)
+        if arose not in answers:
+            answers[arose] = arose(obs)
+        if answers[arose]:
+            found.append(invariant)
+    return frozenset(found)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.transcript import ToolStart, Transcript
 from crashmatrix.harness.records.violation import InvariantId, Violation
-from crashmatrix.harness.verify.calls import CallSite, call_table
-from crashmatrix.harness.verify.durable_commits import Lost, lost_commits
-from crashmatrix.harness.verify.effects import befores, site_effects
+from crashmatrix.harness.verify.calls import CallSite, call_table_of
+from crashmatrix.harness.verify.durable_commits import Lost, lost_commits_of
+from crashmatrix.harness.verify.effects import befores, site_effects_of
 from crashmatrix.harness.verify.trace import Located, Trace
 from crashmatrix.scenarios.model import Scenario
 
@@ -21,9 +21,9 @@ RULE = "the intent must be committed before the tool runs"
 def check_intent_before_effect(obs: Observation, scenario: Scenario) -> list[Violation]:
     t = obs.transcript
     trace = Trace.of(obs)
-    table = call_table(t)
-    effects = site_effects(trace, table)
-    lost = lost_commits(trace, t)
+    table = call_table_of(trace)
+    effects = site_effects_of(trace)
+    lost = lost_commits_of(trace)
     out: list[Violation] = []
     assigned: set[tuple[int, int]] = set()
     for site in table.sites:

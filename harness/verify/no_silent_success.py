@@ -5,8 +5,8 @@ from __future__ import annotations
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.transcript import Message
 from crashmatrix.harness.records.violation import InvariantId, Violation, short
-from crashmatrix.harness.verify.calls import CallSite, call_table
-from crashmatrix.harness.verify.effects import afters, site_effects
+from crashmatrix.harness.verify.calls import CallSite, call_table_of
+from crashmatrix.harness.verify.effects import afters, site_effects_of
 from crashmatrix.harness.verify.trace import Located, Trace
 from crashmatrix.scenarios.model import Scenario
 
@@ -17,8 +17,8 @@ UNKNOWN = "unknown"
 
 def check_no_silent_success(obs: Observation, scenario: Scenario) -> list[Violation]:
     trace = Trace.of(obs)
-    table = call_table(obs.transcript)
-    effects = site_effects(trace, table)
+    table = call_table_of(trace)
+    effects = site_effects_of(trace)
     marker = scenario.provider.unknown_marker
     out: list[Violation] = []
     for site in table.sites:

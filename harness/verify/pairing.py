@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation
-from crashmatrix.harness.verify.calls import call_table
+from crashmatrix.harness.verify.calls import call_table_of
 from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import Role, Scenario
 
@@ -30,8 +30,8 @@ def check_pairing(obs: Observation, scenario: Scenario) -> list[Violation]:
 
 def _stored_pairs(obs: Observation) -> list[Violation]:
     """Every stored call has exactly one stored result right after it, and no result is orphan."""
-    table = call_table(obs.transcript)
     trace = Trace.of(obs)
+    table = call_table_of(trace)
     # The assistant message of the last window: tool messages only follow it.
     tail = max((m.seq for m in obs.transcript.messages if m.role != Role.TOOL), default=0)
     out: list[Violation] = []

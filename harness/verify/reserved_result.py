@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation
-from crashmatrix.harness.verify.calls import call_table
+from crashmatrix.harness.verify.calls import call_table_of
+from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import Scenario
 
 ID = InvariantId.RESERVED_RESULT
@@ -12,7 +13,7 @@ ID = InvariantId.RESERVED_RESULT
 
 def check_reserved_result(obs: Observation, scenario: Scenario) -> list[Violation]:
     out: list[Violation] = []
-    for site in call_table(obs.transcript).sites:
+    for site in call_table_of(Trace.of(obs)).sites:
         start = site.start
         if start is None or start.result_id is None:
             continue  # nothing was reserved (no intent, or an adapter that records no result id)

@@ -30,6 +30,8 @@ def check_retry_intent(obs: Observation, scenario: Scenario) -> list[Violation]:
 
 def _unrecorded_errors(trace: Trace, inc: IncarnationRecord, intent: set[int]) -> list[Violation]:
     """From the trace: between an error and the next request, a retry_pending must be committed."""
+    if not any(e.label == ERROR_LABEL for e in trace.of_kind(K.PROVIDER_AFTER, inc.index)):
+        return []  # no failed request: most incarnations, found without walking their events
     events = [e for e in trace.events if e.inc == inc.index]
     out: list[Violation] = []
     for k, e in enumerate(events):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation
-from crashmatrix.harness.verify.calls import call_table
-from crashmatrix.harness.verify.effects import incarnations_of, site_effects, site_policy
+from crashmatrix.harness.verify.calls import call_table_of
+from crashmatrix.harness.verify.effects import incarnations_of, site_effects_of, site_policy
 from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import Policy, Scenario
 
@@ -15,8 +15,8 @@ RERUN = "rerun"
 
 def check_safe_rerun(obs: Observation, scenario: Scenario) -> list[Violation]:
     trace = Trace.of(obs)
-    table = call_table(obs.transcript)
-    effects = site_effects(trace, table)
+    table = call_table_of(trace)
+    effects = site_effects_of(trace)
     out: list[Violation] = []
     for site in table.sites:
         events = effects[site.index]

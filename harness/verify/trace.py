@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from crashmatrix.harness.records.events import ProbeEvent
 from crashmatrix.harness.records.observation import IncarnationRecord, Observation, Request
@@ -17,6 +18,12 @@ from crashmatrix.scenarios.model import BoundaryKind
 Pos = tuple[int, int]
 
 K = BoundaryKind
+V = TypeVar("V")
+# The kinds as plain strings, looked up once: a StrEnum member read costs a descriptor call, and
+# the indexes below read them for every event of every case.
+_COMMIT_LANDS = frozenset({K.COMMIT_WRITTEN.value, K.COMMIT_AFTER.value})
+_EFFECT_BEFORE, _EFFECT_AFTER = K.EFFECT_BEFORE.value, K.EFFECT_AFTER.value
+_PROVIDER_BEFORE = K.PROVIDER_BEFORE.value
 
 
 @dataclass(frozen=True)
@@ -63,7 +70,8 @@ class Located:
 
 class Trace:
     """Indexes over one observation's probe events. Checks get theirs from `Trace.of`, which
-    `verify` makes return one shared instance for the observation it is judging."""
+    `verify` makes return one shared instance for the observation it is judging; views several
+    checks derive from it (the call table, each site's effects) are built once on it (`view`)."""
 
     @staticmethod
     def of(obs: Observation) -> Trace:
@@ -75,7 +83,22 @@ class Trace:
     def __init__(self, obs: Observation) -> None:
         self.obs = obs
         self.events: list[Located] = [Located(i, e) for i, e in obs.all_events()]
+        # Each kind's events, in trace order, indexed once: checks ask for a kind (or the effects)
+        # many times per case, and scanning every event each time was a fifth of judging one.
+        self._by_kind: dict[str, list[Located]] = {}
+        for located in self.events:
+            self._by_kind.setdefault(located.event.kind, []).append(located)
+        self._effects: list[Located] | None = None
+        self._views: dict[Callable[[Trace], object], object] = {}
         self._landed = _landed_commits(self.events) if obs.store_read else _landed_replies(self.events, obs)
+
+    def view(self, build: Callable[[Trace], V]) -> V:
+        """`build(self)`, built on the first call and kept: a view several checks derive from
+        the observation is built once per judgement. `build` must be pure and its result is
+        shared: callers must not change it."""
+        if build not in self._views:
+            self._views[build] = build(self)
+        return cast(V, self._views[build])
 
     # -- commits ---------------------------------------------------------------------------
     def commit_pos(self, seq: int) -> Pos | None:
@@ -96,14 +119,17 @@ class Trace:
 
     # -- events ----------------------------------------------------------------------------
     def of_kind(self, kind: BoundaryKind, inc: int | None = None) -> list[Located]:
-        return [e for e in self.events if e.kind == kind.value and (inc is None or e.inc == inc)]
+        found = self._by_kind.get(kind.value, [])
+        return list(found) if inc is None else [e for e in found if e.inc == inc]
 
     def effects(self) -> list[Located]:
         """Effect events that mean a tool began or finished. An effect.before at which the
         harness killed the agent is left out: the probe blocks before the tool runs, so that
         effect never began."""
-        return [e for e in self.events if e.kind in (K.EFFECT_BEFORE, K.EFFECT_AFTER)
-                and not (e.kind == K.EFFECT_BEFORE and self._killed_at(e))]
+        if self._effects is None:
+            self._effects = [e for e in self.events if (kind := e.event.kind) == _EFFECT_AFTER
+                             or (kind == _EFFECT_BEFORE and not self._killed_at(e))]
+        return list(self._effects)
 
     def _killed_at(self, e: Located) -> bool:
         record = self.incarnation(e.inc)
@@ -149,14 +175,17 @@ def _landed_commits(events: list[Located]) -> dict[int, Located]:
     """Where each store commit landed, by seq."""
     landed: dict[int, Located] = {}
     for located in events:
-        if located.kind not in (K.COMMIT_WRITTEN, K.COMMIT_AFTER) or located.seq is None:
+        if located.event.kind not in _COMMIT_LANDS:
+            continue
+        seq = located.seq
+        if seq is None:
             continue
         # `written` is the moment a commit is in the file (a kill after it does not undo it);
         # `after` only confirms it. A later incarnation that writes the same seq again (after
         # a torn tail was dropped) owns the commit the final store holds.
-        seen = landed.get(located.seq)
+        seen = landed.get(seq)
         if seen is None or seen.inc < located.inc:
-            landed[located.seq] = located
+            landed[seq] = located
     return landed
 
 
@@ -165,7 +194,7 @@ def _landed_replies(events: list[Located], obs: Observation) -> dict[int, Locate
     "commit" k+1 is request k's reply, placed where the agent sent request k (its effects come
     after that, the previous reply's before). Only when every request has its provider.before
     can the two be lined up; else nothing is placed and sites are placed leniently."""
-    sent = [e for e in events if e.kind == K.PROVIDER_BEFORE]
+    sent = [e for e in events if e.event.kind == _PROVIDER_BEFORE]
     return {k + 1: e for k, e in enumerate(sent)} if len(sent) == len(obs.requests) else {}
 
 
