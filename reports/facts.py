@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from crashmatrix.harness.records.results import CaseResult, not_applicable
-from crashmatrix.harness.records.run_record import LineCoverageRecord
+from crashmatrix.harness.records.run_record import LineCoverageRecord, ScenarioStates, StatesRecord
 from crashmatrix.reports import groups
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 from crashmatrix.reports.groups import distinct_failures, steps_of
@@ -93,6 +93,28 @@ def branch_facts(results: Sequence[CaseResult], declared: Sequence[str]) -> Bran
         unreached=tuple(c.branch for c in listed if c.status is BranchStatus.UNREACHED),
         undeclared=tuple(c.branch for c in rows if c.status is BranchStatus.UNDECLARED),
         unmeasured=BLIND if blind else None)
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def scenario_states(s: ScenarioStates) -> str:
+    """One scenario's line of run.json's `crash_states`, in the words every report uses."""
+    text = f"{_n(s.points, 'crash point')} from {_n(s.states, 'distinct state')}"
+    if s.second_process_points or s.hosts:
+        text += f"; {_n(s.second_process_points, 'second-process point')} from {_n(s.hosts, 'host')}"
+    return text
+
+
+def settles_reused(record: StatesRecord) -> str:
+    """The run-wide part of `crash_states`, and what its counts leave out."""
+    text = (f"{_n(record.settles_reused, 'settle run')} reused "
+            "(a byte-identical final state had settled before)")
+    if record.resumed:
+        text += (f"; counts only the cases this invocation ran, not the {record.resumed} kept "
+                 "from the run it resumed")
+    return text
 
 
 def run_facts(results: Sequence[CaseResult], registry: Sequence[str], declared: Sequence[str],

@@ -5,13 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
-from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord
+from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord, StatesRecord
 from crashmatrix.reports import html_case
 from crashmatrix.reports.groups import FailureGroup, distinct_failures, faults_of
 from crashmatrix.reports.html_base import MARK, SEVERITY, WORD, badge, e
 from crashmatrix.reports.html_grid import grid_section, grids
 from crashmatrix.reports.html_groups import drawn_in_full, scenarios_of, verdict_of
-from crashmatrix.reports.html_index import coverage_summary, coverage_table, index, line_coverage
+from crashmatrix.reports.html_index import (
+    coverage_summary,
+    coverage_table,
+    crash_states,
+    index,
+    line_coverage,
+)
 from crashmatrix.reports.html_style import CSP, CSS, SCRIPT
 
 MAX_TIMELINES = 100  # failing cases drawn in full (every distinct failure's first one comes first)
@@ -122,9 +128,11 @@ def _anchors(found: Sequence[FailureGroup], full: set[str]) -> dict[str, str]:
 
 
 def render(results: Sequence[CaseResult], declared: Sequence[str],
-           completeness: Completeness | None = None, lines: LineCoverageRecord | None = None) -> str:
+           completeness: Completeness | None = None, lines: LineCoverageRecord | None = None,
+           states: StatesRecord | None = None) -> str:
     """The whole page, in the order given (the caller sorts); no clock, no I/O, no URLs.
-    `lines`: run.json's `line_coverage`, shown (total, link) when the run measured it."""
+    `lines`: run.json's `line_coverage`, shown (total, link) when the run measured it; `states`:
+    its `crash_states`, shown when the run started cases from crash states."""
     bad = [r for r in results if not r.ok]
     found = distinct_failures(results)
     full = drawn_in_full(found, MAX_TIMELINES)
@@ -138,6 +146,7 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
            "<h1>crashmatrix</h1>", *_completeness(completeness),
            f'<p id="totals">{len(results)} case(s): {counts}; {len(found)} distinct failure(s).</p>',
            *line_coverage(lines),
+           *crash_states(states),
            *coverage_summary(results, declared),
            '<h2 id="scenarios">Scenarios</h2>', *index(results, found),
            f'<h2 id="failures">Distinct failures ({len(found)}; {len(bad)} failing case(s))</h2>']

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from crashmatrix.harness.records.results import CaseResult, Verdict
-from crashmatrix.harness.records.run_record import LineCoverageRecord
+from crashmatrix.harness.records.run_record import LineCoverageRecord, StatesRecord
 from crashmatrix.reports.coverage import branch_coverage
-from crashmatrix.reports.facts import branch_facts
+from crashmatrix.reports.facts import branch_facts, scenario_states, settles_reused
 from crashmatrix.reports.groups import FailureGroup
 from crashmatrix.reports.html_base import e
 from crashmatrix.reports.html_grid import scenario_anchor
@@ -77,3 +77,15 @@ def line_coverage(record: LineCoverageRecord | None) -> list[str]:
         href = quote(record.html, safe="/._-~")
         text += f' (<a href="{e(href)}">{e(record.html)}</a>)'
     return [f'<p id="line-coverage">{text}, from {e(record.recoveries)} recoveries.</p>']
+
+
+def crash_states(record: StatesRecord | None) -> list[str]:
+    """run.json's `crash_states` (what `run --states` shared): per scenario, how many crash points
+    mapped to how many states, and the settle runs reused. Nothing without --states."""
+    if record is None:
+        return []
+    rows = [f"<li><code>{e(name)}</code>: {e(scenario_states(s))}</li>"
+            for name, s in sorted(record.scenarios.items())]
+    return ['<div id="crash-states"><p>Crash states (<code>--states</code>):</p><ul>',
+            *(rows or ["<li>no case started from a crash state</li>"]),
+            f"<li>{e(settles_reused(record))}</li>", "</ul></div>"]

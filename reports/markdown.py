@@ -8,10 +8,10 @@ from urllib.parse import quote
 
 from crashmatrix.harness.records.clip import clip
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
-from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord
+from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord, StatesRecord
 from crashmatrix.reports import cause
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
-from crashmatrix.reports.facts import branch_facts
+from crashmatrix.reports.facts import branch_facts, scenario_states, settles_reused
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
 # `run` and `report` may both append to the same step's summary.
@@ -126,14 +126,21 @@ def _line_coverage(lines: LineCoverageRecord, linked: bool) -> str:
     return text + f": [{code(lines.html)}]({quote(lines.html, safe='/._-~')})"
 
 
+def _crash_states(record: StatesRecord) -> list[str]:
+    rows = [f"- {code(name)}: {scenario_states(s)}" for name, s in sorted(record.scenarios.items())]
+    return ["## Crash states", "", *(rows or ["- no case started from a crash state"]),
+            f"- {settles_reused(record)}"]
+
+
 def render(results: Sequence[CaseResult], declared: Sequence[str],
            completeness: Completeness | None = None, lines: LineCoverageRecord | None = None,
-           *, linked: bool = True) -> str:
+           *, linked: bool = True, states: StatesRecord | None = None) -> str:
     """The whole summary; always under MAX_BYTES, whatever the number of failures. `lines`:
     run.json's line coverage, said under the branch coverage and linked (relative to the folder
     the summary is written to, so the link holds wherever that folder is read: an unpacked CI
     artifact, a laptop). `linked=False` for a copy read elsewhere ($GITHUB_STEP_SUMMARY): the
-    path is named, not linked."""
+    path is named, not linked. `states`: run.json's `crash_states` (`run --states`), per
+    scenario how many crash points mapped to how many states."""
     total, held, failed, nondet, error, wrong = _counts(results)
     verdict = "every case held" if held == total else f"{total - held} of {total} case(s) did not hold"
     # Above the counts: "every case held" of a partial set must not read as a green run.
@@ -149,6 +156,8 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
     tail = ["", *_coverage_table(results, declared), ""]
     if lines is not None:
         tail += [_line_coverage(lines, linked), ""]
+    if states is not None:
+        tail += [*_crash_states(states), ""]
     if na:
         tail += ["**Not judged** for this agent (never counted as held):", "",
                  *(f"- `{inv}`: {why}" for inv, why in na.items()), ""]

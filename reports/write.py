@@ -10,7 +10,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from crashmatrix.harness.records.results import CaseResult
-from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord
+from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord, StatesRecord
 from crashmatrix.reports import html, junit, markdown
 from crashmatrix.reports.groups import steps_of
 
@@ -38,11 +38,12 @@ def canonical(results: Sequence[CaseResult]) -> list[CaseResult]:
 
 def render_all(results: Sequence[CaseResult], declared: Sequence[str],
                completeness: Completeness | None = None,
-               lines: LineCoverageRecord | None = None) -> dict[ReportFile, str]:
+               lines: LineCoverageRecord | None = None,
+               states: StatesRecord | None = None) -> dict[ReportFile, str]:
     ordered = canonical(results)
-    return {ReportFile.SUMMARY: markdown.render(ordered, declared, completeness, lines),
+    return {ReportFile.SUMMARY: markdown.render(ordered, declared, completeness, lines, states=states),
             ReportFile.JUNIT: junit.render(ordered),
-            ReportFile.HTML: html.render(ordered, declared, completeness, lines)}
+            ReportFile.HTML: html.render(ordered, declared, completeness, lines, states)}
 
 
 def _stage(out_dir: Path, name: str, text: str) -> Path:
@@ -74,20 +75,22 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
                   step_summary_path: Path | str | None = None,
                   completeness: Completeness | None = None,
                   lines: LineCoverageRecord | None = None,
-                  results_dir: Path | None = None) -> list[Path]:
+                  results_dir: Path | None = None,
+                  states: StatesRecord | None = None) -> list[Path]:
     """Write summary.md, junit.xml and report.html into out_dir; return their paths.
 
     Every file is rendered and staged beside its target before any target is replaced, so a
     failure (in a renderer, or a full disk) leaves the previous reports as they were. The Markdown
     is also appended to step_summary_path ($GITHUB_STEP_SUMMARY, which GitHub expects appended to).
     `completeness` (judged from run.json by the caller) and `lines` (run.json's `line_coverage`)
-    are shown in summary.md and report.html; both come from run.json, so `report` rewrites the
-    bytes `run` wrote. `results_dir`: the folder run.json is in, when not `out_dir` (the link to
-    the line coverage is made relative to `out_dir`). The step summary's copy names that path
+    are shown in summary.md and report.html, and so is `states` (run.json's `crash_states`); all
+    come from run.json, so `report` rewrites the bytes `run` wrote. `results_dir`: the folder
+    run.json is in, when not `out_dir` (the link to the line coverage is made relative to
+    `out_dir`). The step summary's copy names that path
     instead of linking it: the job page is not beside the files.
     """
     lines = relative_to_reports(lines, results_dir, out_dir)
-    rendered = render_all(results, declared, completeness, lines)
+    rendered = render_all(results, declared, completeness, lines, states)
     out_dir.mkdir(parents=True, exist_ok=True)
     staged: dict[Path, Path] = {}
     try:
@@ -100,5 +103,6 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
             tmp.unlink(missing_ok=True)  # only left over when something above failed
     if step_summary_path:
         with open(step_summary_path, "a", encoding="utf-8", newline="\n") as f:
-            f.write(markdown.render(canonical(results), declared, completeness, lines, linked=False))
+            f.write(markdown.render(canonical(results), declared, completeness, lines, linked=False,
+                                    states=states))
     return list(staged)

@@ -130,7 +130,8 @@ def report(source: str, out: str | None, require_coverage: bool) -> None:
                             step_summary_path=os.environ.get("GITHUB_STEP_SUMMARY") or None,
                             completeness=completeness,
                             lines=record.line_coverage if record is not None else None,
-                            results_dir=path.parent)
+                            results_dir=path.parent,
+                            states=record.crash_states if record is not None else None)
     for p in written:
         click.echo(f"wrote {p}")
     missing = coverage_failures(results, declared)

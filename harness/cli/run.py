@@ -76,7 +76,9 @@ from crashmatrix.harness.records.run_record import (
     RunFileError,
     RunOptions,
     RunRecord,
+    ScenarioStates,
     Shards,
+    StatesRecord,
     judge,
     read_run,
     run_file_for,
@@ -254,14 +256,24 @@ def _states_usable(adapter: Adapter, line_coverage: bool) -> None:
              "measure lines without --states")
 
 
-def states_line(tally: Tally, settles_reused: int = 0) -> str:
+def states_record(tally: Tally, settles_reused: int = 0, resumed: int = 0) -> StatesRecord:
+    """What run.json keeps of a --states run's tally: the counts, per scenario that had any."""
+    names = tally.points.keys() | tally.distinct.keys() | tally.frozen.keys() | tally.hosts.keys()
+    return StatesRecord(
+        scenarios={s: ScenarioStates(points=tally.points[s], states=tally.distinct[s],
+                                     second_process_points=tally.frozen[s], hosts=tally.hosts[s])
+                   for s in sorted(names)},
+        settles_reused=settles_reused, resumed=resumed)
+
+
+def states_line(record: StatesRecord) -> str:
     """Per scenario, how many crash points started from states and how many distinct states."""
-    parts = [f"{s} {tally.points[s]} crash points -> {tally.distinct[s]} states" + (
-        f", {tally.frozen[s]} second-process points -> {tally.hosts[s]} "
-        f"host{'' if tally.hosts[s] == 1 else 's'}" if tally.hosts[s] else "")
-        for s in sorted(tally.points.keys() | tally.hosts.keys())]
+    parts = [f"{name} {s.points} crash points -> {s.states} states" + (
+        f", {s.second_process_points} second-process points -> {s.hosts} "
+        f"host{'' if s.hosts == 1 else 's'}" if s.hosts else "")
+        for name, s in sorted(record.scenarios.items()) if s.points or s.hosts]
     return ("; ".join(parts) or "no case started from a crash state") + (
-        f"; {settles_reused} settle runs reused (a byte-identical final state settled before)")
+        f"; {record.settles_reused} settle runs reused (a byte-identical final state settled before)")
 
 
 def _black_box_scenarios(scenarios: list[Scenario], named: bool) -> list[Scenario]:
@@ -484,9 +496,11 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         finally:
             progress.close()
             writer.close()
-        if matrix.states is not None:
-            line = states_line(matrix.states.tally, matrix.states.settled.reused)
-            click.echo(f"crashmatrix: --states: {line}", err=True)
+        # Saved cases (--resume) ran in the run this one continues: in none of the counts.
+        shared = (None if matrix.states is None
+                  else states_record(matrix.states.tally, matrix.states.settled.reused, len(saved)))
+        if shared is not None:
+            click.echo(f"crashmatrix: --states: {states_line(shared)}", err=True)
     lines = combine_and_report(coverage_dir, out_dir) if coverage_dir is not None else None
     # Enumeration is known only once the matrix ran to its end; until then `known` is a floor.
     ended = replace(started, expected=None if interrupted else dict(tally.per_scenario),
@@ -494,12 +508,14 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                     complete=not interrupted, ended=RunEnd.INTERRUPTED if interrupted else RunEnd.FINISHED,
                     line_coverage=None if lines is None else LineCoverageRecord(
                         percent=lines.percent, recoveries=lines.data_files,
-                        html=(lines.html_dir / "index.html").relative_to(out_dir).as_posix()))
+                        html=(lines.html_dir / "index.html").relative_to(out_dir).as_posix()),
+                    crash_states=shared)
     write_run(out_dir / RUN_FILE, ended)
     results = load_results(out_dir / RESULTS_FILE) if progress.done or saved else []
     completeness = judge(ended, results)
     reports = (write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None,
-                             completeness=completeness, lines=ended.line_coverage) if results else [])
+                             completeness=completeness, lines=ended.line_coverage,
+                             states=ended.crash_states) if results else [])
     files = [out_dir / RESULTS_FILE, out_dir / RUN_FILE, *reports,
              *([lines.html_dir / "index.html"] if lines is not None else [])]
     facts = run_facts(results, list(CHECKS), declared, depth, files, time.monotonic() - began,

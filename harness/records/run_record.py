@@ -107,6 +107,36 @@ class LineCoverageRecord:
 
 
 @dataclass(frozen=True)
+class ScenarioStates:
+    """One scenario's crash points run from recorded states, and the distinct states they mapped
+    to; its second-process (FREEZE) points, and the hosts that served them."""
+
+    points: int
+    states: int
+    second_process_points: int = 0
+    hosts: int = 0
+
+    def to_json(self) -> dict[str, int]:
+        return {"points": self.points, "states": self.states,
+                "second_process_points": self.second_process_points, "hosts": self.hosts}
+
+
+@dataclass(frozen=True)
+class StatesRecord:
+    """What `run --states` shared: per scenario, how many crash points mapped to how many states,
+    and the settle runs a byte-identical final state made unnecessary. Counts only the cases this
+    invocation ran: `resumed` cases kept from the run it continued are in none of them."""
+
+    scenarios: Mapping[str, ScenarioStates]
+    settles_reused: int = 0
+    resumed: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenarios": {name: s.to_json() for name, s in sorted(self.scenarios.items())},
+                "settles_reused": self.settles_reused, "resumed": self.resumed}
+
+
+@dataclass(frozen=True)
 class RunRecord:
     declared_branches: tuple[str, ...]
     options: RunOptions = RunOptions()
@@ -118,6 +148,8 @@ class RunRecord:
     shards: Shards | None = None  # set by `merge`
     format: int = FORMAT
     line_coverage: LineCoverageRecord | None = None  # set by `run --line-coverage` when it measured
+    # Set by `run --states`. Not under "states", the key of the option (true or false).
+    crash_states: StatesRecord | None = None
 
     @property
     def expected_total(self) -> int | None:
@@ -138,6 +170,8 @@ class RunRecord:
         }
         if self.line_coverage is not None:
             data["line_coverage"] = self.line_coverage.to_json()
+        if self.crash_states is not None:
+            data["crash_states"] = self.crash_states.to_json()
         if self.shards is not None:
             s = self.shards
             data["merged"] = {"of": s.of, "present": list(s.present), "missing": list(s.missing),
@@ -156,6 +190,7 @@ class RunRecord:
         expected = get("expected", _is_counts, "an object of case counts")
         merged = get("merged", lambda v: isinstance(v, dict), "an object")
         lines = get("line_coverage", lambda v: isinstance(v, dict), "an object")
+        crash_states = get("crash_states", lambda v: isinstance(v, dict), "an object")
         ended = get("ended", lambda v: v in {e.value for e in RunEnd},
                     "one of " + ", ".join(e.value for e in RunEnd))
         record = cls(
@@ -179,7 +214,8 @@ class RunRecord:
             ended=None if ended is None else RunEnd(ended),
             shards=None if merged is None else _shards(merged, path),
             format=get("format", _is_int, "an integer") or 1,
-            line_coverage=None if lines is None else _line_coverage(lines, path))
+            line_coverage=None if lines is None else _line_coverage(lines, path),
+            crash_states=None if crash_states is None else _crash_states(crash_states, path))
         if record.complete and record.expected is None:
             raise RunFileError(f"{path}: complete is true, but expected gives no case counts")
         return record
@@ -249,6 +285,24 @@ def _line_coverage(data: dict[str, Any], path: Path) -> LineCoverageRecord:
     return LineCoverageRecord(percent=float(get("percent", _is_number, "a number", required=True)),
                               html=get("html", _is_str, "a string", required=True),
                               recoveries=get("recoveries", _is_count, "a count", required=True))
+
+
+def _crash_states(data: dict[str, Any], path: Path) -> StatesRecord:
+    get = _Fields(data, path, "crash_states.")
+    scenarios = get("scenarios", lambda v: isinstance(v, dict), "an object", required=True)
+    per: dict[str, ScenarioStates] = {}
+    for name, counts in scenarios.items():
+        if not isinstance(counts, dict):
+            raise RunFileError(f"{path}: crash_states.scenarios.{name} must be an object")
+        one = _Fields(counts, path, f"crash_states.scenarios.{name}.")
+        per[name] = ScenarioStates(
+            points=one("points", _is_count, "a count", required=True),
+            states=one("states", _is_count, "a count", required=True),
+            second_process_points=one("second_process_points", _is_count, "a count", required=True),
+            hosts=one("hosts", _is_count, "a count", required=True))
+    return StatesRecord(scenarios=per,
+                        settles_reused=get("settles_reused", _is_count, "a count", required=True),
+                        resumed=get("resumed", _is_count, "a count", required=True))
 
 
 def run_file_for(results_path: Path) -> Path:
