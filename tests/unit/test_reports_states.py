@@ -15,11 +15,13 @@ from crashmatrix.harness.records.run_record import (
     RunRecord,
     ScenarioStates,
     StatesRecord,
+    judge,
     read_run,
     write_run,
 )
 from crashmatrix.reports import html, markdown
 from crashmatrix.reports.write import ReportFile, write_reports
+from tests.unit.test_reports_command import finished_run, invoke, save
 from tests.unit.test_reports_data import DECLARED, sample_results
 
 # Figures unlike each other, so a renderer that swapped two of them would be caught.
@@ -135,3 +137,17 @@ def test_write_reports_passes_the_record_to_every_markdown_and_html_copy(tmp_pat
     figures = expected_lines(SHARED)["changelog-fast"]
     for path in (tmp_path / "out" / ReportFile.SUMMARY.value, tmp_path / "out" / ReportFile.HTML.value, step):
         assert figures in path.read_text(encoding="utf-8"), path
+
+
+def test_report_regenerates_the_figures_run_wrote_from_run_json(tmp_path: Path) -> None:
+    results = sample_results()
+    run = finished_run(results)
+    write_reports(results, tmp_path / "run", DECLARED, states=SHARED,
+                  completeness=judge(RunRecord.from_json(run, tmp_path / "run.json"), results))
+    save(results, tmp_path / "saved", {**run, "crash_states": SHARED.to_json()})
+    got = invoke(str(tmp_path / "saved"))
+    assert got.exit_code == 0, got.output
+    for name in (ReportFile.SUMMARY.value, ReportFile.HTML.value):
+        text = (tmp_path / "saved" / name).read_text(encoding="utf-8")
+        assert expected_lines(SHARED)["changelog-fast"] in text, name
+        assert text == (tmp_path / "run" / name).read_text(encoding="utf-8"), name
