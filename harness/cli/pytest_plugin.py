@@ -16,7 +16,9 @@ import pytest
 from crashmatrix.harness.records.results import DEFAULT_AGENT, DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
+    from crashmatrix.harness.execution.crash_states import CrashStates
     from crashmatrix.harness.records.case import Case
+    from crashmatrix.harness.records.observation import Observation
     from crashmatrix.scenarios.model import Scenario
 
 # The harness is imported only when --crashmatrix is given: the plugin is installed with the
@@ -44,6 +46,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--crashmatrix-fault", action="append", default=[], metavar="NAME",
                     help="fault kind to enumerate (repeatable; default: kill, second, torn; with "
                          "power, the agent is run with fsync on)")
+    group.addoption("--crashmatrix-states", action="store_true",
+                    help="start crash cases from crash states recorded at collection, one recovery "
+                         "per distinct state (as `crashmatrix run --states`; for an agent that "
+                         "declares state-in-tree)")
 
 
 def _agent_name(config: pytest.Config) -> str:
@@ -96,6 +102,44 @@ class _Host:
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
             agent_ref=_agent_name(config), fsync=power, spawner=self.spawner)
         self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
+        # --crashmatrix-states: collection's recording keeps its snapshots, and each test starts
+        # from its own (crash_states.py). Items run one at a time per worker: a shared recovery
+        # or a second-process host is run by the first test that needs it, within that test.
+        self.states: CrashStates | None = None
+        self.recordings: dict[str, Observation] = {}
+        if config.getoption("crashmatrix_states"):
+            from crashmatrix.harness.execution.crash_states import CrashStates  # noqa: PLC0415
+            from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
+
+            if not CrashStates.supported(adapter.capabilities):
+                raise pytest.UsageError(
+                    f"--crashmatrix-states: agent {adapter.name!r} does not declare 'state-in-tree' "
+                    "(its recovery may read state outside the case tree): run without it")
+            self.states = CrashStates(CaseRunner(self.runner_config), Path(self.tmp.name))
+
+    def observe(self, case: Case, scenario: Scenario) -> Observation:
+        """The case's observation: from a crash state when it can start from one, else run."""
+        from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
+
+        if self.states is None:
+            return CaseRunner(self.runner_config).run(case, scenario)
+        if not case.schedule and scenario.name in self.recordings:
+            return self.recordings[scenario.name]  # collection ran it, snapshots and all
+        if self.states.usable(case, scenario):
+            return self.states.run(case, scenario, may_extend=False)[0]
+        return self.states.record(case, scenario, may_extend=False)
+
+    def record(self, scenario: Scenario) -> Observation:
+        """The scenario's crash-free run, which enumerates its cases (kept, with --crashmatrix-states,
+        with a snapshot at every crash point)."""
+        from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
+        from crashmatrix.harness.records.case import Case  # noqa: PLC0415
+
+        if self.states is None:
+            return CaseRunner(self.runner_config).run(Case(scenario.name), scenario)
+        obs = self.states.record(Case(scenario.name), scenario, may_extend=True)
+        self.recordings[scenario.name] = obs
+        return obs
 
     def close(self) -> None:
         self.provider.stop()
@@ -112,6 +156,18 @@ def _host(config: pytest.Config) -> _Host:
     return config.stash[_HOST_KEY]
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """With --crashmatrix-states, how many crash points mapped to how many states (as `run` says;
+    under xdist each worker keeps its own states, so the line is printed where tests ran here)."""
+    host = config.stash.get(_HOST_KEY, None)
+    if host is None or host.states is None or not host.states.tally.points:
+        return
+    from crashmatrix.harness.cli.run import states_line, states_record  # noqa: PLC0415
+
+    record = states_record(host.states.tally, host.states.settled.reused)
+    terminalreporter.write_line(f"crashmatrix: --crashmatrix-states: {states_line(record)}")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _HOST_KEY in config.stash:
         config.stash[_HOST_KEY].close()
@@ -126,10 +182,9 @@ class CaseItem(pytest.Item):
     def runtest(self) -> None:
         from crashmatrix.harness.cli.portable import portable_paths  # noqa: PLC0415
         from crashmatrix.harness.evaluate import evaluate  # noqa: PLC0415
-        from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
 
         host = _host(self.config)
-        obs = CaseRunner(host.runner_config).run(self.case, self.scenario)
+        obs = host.observe(self.case, self.scenario)
         result = evaluate(obs, self.scenario, fsync=host.runner_config.fsync, agent=host.runner_config.agent,
                           scenario_dirs=portable_paths(host.dirs), duration_ms=0.0,
                           timeout_s=host.runner_config.case_timeout_s)
@@ -157,16 +212,18 @@ class MatrixCollector(pytest.Collector):
 
     def collect(self) -> Iterator[CaseItem]:
         from crashmatrix.harness.enumeration import single_crash_cases  # noqa: PLC0415
-        from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
         from crashmatrix.harness.faults.registry import faults_for  # noqa: PLC0415
         from crashmatrix.harness.records.case import Case  # noqa: PLC0415
 
         host = _host(self.config)
         faults = faults_for(host.runner_config.adapter, host.faults)
         for scenario in self.scenarios:
-            obs = CaseRunner(host.runner_config).run(Case(scenario.name), scenario)
+            obs = host.record(scenario)
             first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
-            for case in [Case(scenario.name), *single_crash_cases(scenario.name, first, faults)]:
+            cases = single_crash_cases(scenario.name, first, faults)
+            if host.states is not None:
+                host.states.expect(cases)  # second-process cases of one recording share a host
+            for case in [Case(scenario.name), *cases]:
                 yield CaseItem.from_parent(self, name=case.case_id, case=case, scenario=scenario)
 
 

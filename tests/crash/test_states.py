@@ -45,14 +45,17 @@ def essentials(rows: list[dict[str, Any]]) -> dict[str, Any]:
                         "invariants": sorted({v["invariant"] for v in r["violations"]})} for r in rows}
 
 
-AGENTS = [("durable-agent", SCENARIOS), ("messages-only", ("changelog-fast",)),
-          *((f"mutant:{m.value}", CATALOGUE[m].scenarios) for m in MUTANTS)]
+# Each with the fault kinds that can kill it: a mutant only a power loss or a failed fsync kills is
+# run with that kind (which `--states` runs as real kills: it acts on what was synced).
+AGENTS = [("durable-agent", SCENARIOS, ()), ("messages-only", ("changelog-fast",), ()),
+          *((f"mutant:{m.value}", CATALOGUE[m].scenarios, CATALOGUE[m].faults or ()) for m in MUTANTS)]
 
 
-@pytest.mark.parametrize(("agent", "names"), AGENTS, ids=[a for a, _ in AGENTS])
+@pytest.mark.parametrize(("agent", "names", "faults"), AGENTS, ids=[a for a, _, _ in AGENTS])
 def test_states_give_every_case_the_verdict_a_real_kill_gives(tmp_path: Path, agent: str,
-                                                               names: tuple[str, ...]) -> None:
-    scenarios = [a for s in names for a in ("--scenario", s)]
+                                                               names: tuple[str, ...],
+                                                               faults: tuple[str, ...]) -> None:
+    scenarios = [a for s in names for a in ("--scenario", s)] + [a for f in faults for a in ("--fault", f)]
     real = essentials(run(tmp_path / "kill", "--agent", agent, *scenarios))
     states = essentials(run(tmp_path / "states", "--agent", agent, "--states", *scenarios))
     assert set(states) == set(real)

@@ -125,3 +125,49 @@ def test_the_fault_option_selects_power_cases_which_run_and_hold(pytester: pytes
                                         "--crashmatrix-agent", "toyagent.adapter:AGENT")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--fault power: needs file-store*"])
+
+
+def _outcomes(result: pytest.RunResult) -> dict[str, str]:
+    """Each case's test id -> PASSED or FAILED, from `-rA`'s short summary."""
+    got = {}
+    for line in result.outlines:
+        m = re.match(r"(PASSED|FAILED) crashmatrix::(\S+)", line)
+        if m:
+            got[m.group(2)] = m.group(1)
+    return got
+
+
+@pytest.mark.parametrize("agent", ["durable-agent", "mutant:recover-no-lock"])
+def test_crash_states_give_every_case_the_outcome_a_real_kill_gives(pytester: pytest.Pytester,
+                                                                     agent: str) -> None:
+    # A built-in scenario with kills, torn writes and second processes: shared recoveries and a
+    # second-process host run inside whichever test needs them first, one test at a time.
+    args = ["--crashmatrix", "--crashmatrix-scenario", "changelog-fast", "--crashmatrix-agent", agent,
+            "-p", "no:cacheprovider", "-rA"]
+    real = _outcomes(pytester.runpytest_subprocess(*args, "-n", "2"))
+    # In one process (no xdist), which prints how many crash points mapped to how many states.
+    run = pytester.runpytest_subprocess(*args, "--crashmatrix-states")
+    shared = _outcomes(run)
+    counts = re.search(r"--crashmatrix-states: changelog-fast (\d+) crash points -> (\d+) states",
+                       run.stdout.str())
+    assert counts, run.stdout.str()
+    assert 0 < int(counts[2]) < int(counts[1]), "cases started from shared states"
+    assert len(real) > 50
+    assert shared == real
+    if agent == "durable-agent":
+        assert set(real.values()) == {"PASSED"}
+    else:  # killed only by second processes: cases a host serves
+        failed = {c for c, o in real.items() if o == "FAILED"}
+        assert failed, "the mutant is killed"
+        assert all(c.endswith("/second") for c in failed)
+
+
+def test_crash_states_are_refused_for_an_agent_that_does_not_declare_its_state_in_the_tree(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _scenario_dir(pytester, "alpha")
+    toy = Path(__file__).resolve().parents[2] / "examples" / "toy_agent"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(toy), os.environ.get("PYTHONPATH")])))
+    bad = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-states",
+                                        "--crashmatrix-agent", "toyagent.adapter:AGENT")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--crashmatrix-states: agent*does not declare 'state-in-tree'*"])
