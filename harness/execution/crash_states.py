@@ -34,10 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crashmatrix.fakes.case import CaseState
+from crashmatrix.fakes.records import RequestRecord
 from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.execution import states
 from crashmatrix.harness.execution.freeze_chain import FreezeChain, Outcome
-from crashmatrix.harness.execution.runner import Capture, CaseRunner, Start, case_dir_name
+from crashmatrix.harness.execution.runner import Capture, CaseRunner, Start, case_dir_name, request_of
 from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
 from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.records.case import Case, CrashStep
@@ -74,6 +75,8 @@ class _Tail:
     snaps: dict[int, states.Snapshot] = field(default_factory=dict)
     origin: tuple[states.Snapshot, str] | None = None
     settle_unchanged: bool = False
+    requests_before: int = 0  # the owner's requests before the recovery (its snapshot's log)
+    dir_name: str = ""  # the owner's case directory: the observation's paths name it
 
 
 @dataclass
@@ -201,17 +204,23 @@ class CrashStates:
         # event's delivery, as a kill comes after it): the recovery is given only the rest.
         delivered = _delivered(parent, d, step.n)
         done = sorted(x.item_id for x in delivered)
+        # Keyed without the fake's request log (`states.unlogged`): the recovery is shared by
+        # crash points that differ only in requests made before; each case gets its own (below).
+        # Its second-process children share a host only with cases of the same log too (`group`).
         if step.fault == KILL.name:
             # A plain kill changes nothing after the kill: the snapshot is the state, keyed as it
             # is held (its own directory name masked), and written out only if this case runs it.
             accepted = recovering or self._accepted(snap, scenario, prefix)
-            key = states.snapshot_key(snap, scenario.name, d, accepted, done)
+            tree, dir_name, provider = snap.tree, snap.dir_name, snap.provider
         else:
             restored = states.restore(snap, case_dir)
             spec = self.runner.spec_for(case_dir, scenario)
             self.runner.fault(step.fault).apply(self.runner.config.adapter, spec)
             accepted = recovering or self.runner.accepted(spec, prefix)
-            key = states.key(case_dir, restored, scenario.name, d, accepted, done)
+            tree, dir_name, provider = states.read_tree(case_dir), case_dir.name, restored
+        context = (scenario.name, d, accepted, done)
+        key = states.tree_key(tree, dir_name, states.unlogged(provider), *context)
+        group = states.tree_key(tree, dir_name, provider, *context)
         with self._lock:
             self.tally.points[scenario.name] += 1
             future = self._shared.get(key)
@@ -223,16 +232,11 @@ class CrashStates:
         if not owner:
             shutil.rmtree(case_dir, ignore_errors=True)  # a torn case's restored copy
             tail = future.result()
-            # Its own deliveries up to the kill (the same items, maybe at other events), then the
-            # recovery's.
-            obs = dataclasses.replace(tail.observation, case=case, workspace_before=parent.workspace_before,
-                                      incarnations=[*prefix, *tail.observation.incarnations[d:]],
-                                      deliveries=[*delivered, *(x for x in tail.observation.deliveries
-                                                                if x.incarnation > d)])
-            if tail.snaps:
-                self._keep(case, _Execution(obs.incarnations, tail.snaps, parent.workspace_before, obs,
-                                            origin=tail.origin, settle_unchanged=tail.settle_unchanged,
-                                            group=key))
+            obs, snaps = _spliced(tail, case, prefix, parent.workspace_before, delivered, snap)
+            if snaps:
+                self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs,
+                                            origin=(snap, step.fault), settle_unchanged=tail.settle_unchanged,
+                                            group=group))
             return obs, True
         try:
             provider = restored if restored is not None else states.restore(snap, case_dir)
@@ -251,8 +255,9 @@ class CrashStates:
         unchanged = capture is not None and capture.settle_unchanged
         if capture is not None and not obs.intrusions:
             self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs,
-                                        origin=(snap, step.fault), settle_unchanged=unchanged, group=key))
-        future.set_result(_Tail(obs, d, snaps, (snap, step.fault), unchanged))
+                                        origin=(snap, step.fault), settle_unchanged=unchanged, group=group))
+        future.set_result(_Tail(obs, d, snaps, (snap, step.fault), unchanged,
+                                len(snap.provider.records), case_dir.name))
         return obs, False
 
     def _frozen(self, case: Case, scenario: Scenario, parent: _Execution,
@@ -361,6 +366,38 @@ def _own_prefix(host: Observation, case: Case, parent: _Execution) -> Observatio
     return dataclasses.replace(host, case=case, workspace_before=parent.workspace_before,
                                incarnations=[*parent.incarnations[:d - 1], *host.incarnations[d - 1:]],
                                deliveries=[*earlier, *(x for x in host.deliveries if x.incarnation >= d)])
+
+
+def _spliced(tail: _Tail, case: Case, prefix: list[IncarnationRecord],
+             workspace_before: dict[str, str], delivered: list[Delivery],
+             snap: states.Snapshot) -> tuple[Observation, dict[int, states.Snapshot]]:
+    """A shared recovery as `case`'s own: its own incarnations, deliveries and requests up to the
+    kill (the same items, maybe at other events, and maybe fewer or more requests: the key leaves
+    the log out), then the recovery's, its requests renumbered to follow the case's. The
+    recovery's snapshots (for the case's own crash points in it) get the case's log the same way.
+    The case's requests are written in the terms of the owner's directory, as the rest is."""
+    d, seen, before = tail.depth, tail.observation, tail.requests_before
+    own = states.renamed(snap.provider, snap.dir_name, tail.dir_name).records
+    shift = len(own) - before
+
+    def moved(inc: IncarnationRecord) -> IncarnationRecord:
+        return dataclasses.replace(inc, requests_before=inc.requests_before + shift) if shift else inc
+
+    def logged(records: tuple[RequestRecord, ...]) -> tuple[RequestRecord, ...]:
+        return (*own, *(dataclasses.replace(r, index=r.index + shift) for r in records[before:]))
+
+    obs = dataclasses.replace(
+        seen, case=case, workspace_before=workspace_before,
+        incarnations=[*prefix, *(moved(i) for i in seen.incarnations[d:])],
+        deliveries=[*delivered, *(x for x in seen.deliveries if x.incarnation > d)],
+        requests=[*(request_of(i, r) for i, r in enumerate(own)),
+                  *(dataclasses.replace(q, index=q.index + shift) for q in seen.requests[before:])],
+        intrusions=[dataclasses.replace(x, requests_after=x.requests_after + shift,
+                                        record=moved(x.record)) for x in seen.intrusions])
+    snaps = {n: dataclasses.replace(s, provider=dataclasses.replace(s.provider,
+                                                                    records=logged(s.provider.records)))
+             for n, s in tail.snaps.items()}
+    return obs, snaps
 
 
 def _delivered(parent: _Execution, d: int, n: int) -> list[Delivery]:

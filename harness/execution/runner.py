@@ -30,7 +30,7 @@ from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationRu
 from crashmatrix.harness.execution.intruder import FrozenIncarnation
 from crashmatrix.harness.execution.observed import ObservedKill, TracedSpawner, image_of
 from crashmatrix.harness.execution.spawn import Launch, Spawner
-from crashmatrix.harness.execution.states import Settled, Snapshot, key, take
+from crashmatrix.harness.execution.states import Settled, Snapshot, key, settle_key, take
 from crashmatrix.harness.execution.workspace_files import snapshot
 from crashmatrix.harness.faults.interface import (
     AtCrash,
@@ -102,7 +102,8 @@ def case_dir_name(case: Case) -> str:
     return f"{case.scenario}-{digest}"
 
 
-def _request(index: int, raw: Any) -> Request:
+def request_of(index: int, raw: Any) -> Request:
+    """The verifier's view of request `index` of the fake's log."""
     # Attributes are read directly: a deep copy of every request (dataclasses.asdict) was a
     # fifth of the harness's CPU time per case.
     def get(key: str) -> Any:
@@ -204,23 +205,25 @@ class CaseRunner:
                 # Black-box: the recording's first incarnation is traced for its store calls.
                 record_calls = not probes and case.depth == 0 and index == 1
                 snap = capture if capture is not None and capture.incarnation == index else None
-                settle_key = None
+                final_key = None
                 if record.settle and settled is not None:
                     # The same final state settled before: its settle run is this one's.
-                    settle_key = key(case_dir, cfg.provider.state(case_key), scenario.name, "settle", args)
-                    if settled.reuse(settle_key, record):
+                    final_key = settle_key(case_dir, cfg.provider.state(case_key), scenario.name,
+                                           "settle", args)
+                    if settled.reuse(final_key, record):
                         if capture is not None:
                             capture.settle_unchanged = True
                         break
                 self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
                                   cover, freezer=freezer, probes=probes, record_calls=record_calls,
                                   capture=snap, case_key=case_key, chain=chain)
-                if settle_key is not None and settled is not None:
+                if final_key is not None and settled is not None:
                     # Kept only when it changed nothing (no byte, no request): then any case reaching
                     # this final state ends as this one did.
-                    unchanged = key(case_dir, cfg.provider.state(case_key), scenario.name, "settle", args)
-                    if unchanged == settle_key:
-                        settled.keep(settle_key, record)
+                    ended = cfg.provider.state(case_key)
+                    if (len(ended.records) == record.requests_before
+                            and settle_key(case_dir, ended, scenario.name, "settle", args) == final_key):
+                        settled.keep(final_key, record)
                         if capture is not None:
                             capture.settle_unchanged = True
                 if record.timed_out or record.nondeterministic or record.runaway:
@@ -248,7 +251,7 @@ class CaseRunner:
             case=case,
             incarnations=incarnations,
             transcript=transcript,
-            requests=[_request(i, r) for i, r in enumerate(raw_requests)],
+            requests=[request_of(i, r) for i, r in enumerate(raw_requests)],
             workspace_before=before,
             workspace_after=after,
             deliveries=deliveries,

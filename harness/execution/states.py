@@ -152,6 +152,20 @@ def _walk(root: Path, rel: str) -> Iterable[tuple[str, os.DirEntry[str]]]:
             yield from _walk(root, child)
 
 
+def unlogged(provider: CaseState) -> CaseState:
+    """The provider state without its request log: what the fake's next answers depend on. It
+    answers a request from the request itself, the faults left and the stored responses, never
+    from the log (which only numbers the requests), and the agent never sees the log. Two crash
+    points that differ only in how many requests came before (`provider.before` and the next
+    `provider.after`: the reply was read but nothing written) leave one state for recovery."""
+    return dataclasses.replace(provider, records=())
+
+
+def renamed(state: CaseState, old: str, new: str) -> CaseState:
+    """`state` with directory name `old` rewritten to `new` wherever it appears."""
+    return _provider_renamed(state, old, new)
+
+
 def _provider_renamed(state: CaseState, old: str, new: str) -> CaseState:
     if old == new:
         return state
@@ -182,9 +196,17 @@ def tree_key(tree: Tree, dir_name: str, provider: CaseState, *context: object) -
     return h.hexdigest()
 
 
+def settle_key(case_dir: Path, provider: CaseState, *context: object) -> str:
+    """The key a settle run is kept by: `key` without the provider's request log. The fake's
+    answer to a request is a function of the request, the faults left and the stored responses,
+    never of the log; and a settle is kept only when it sent no request (`Settled`). So two final
+    states that differ only in how many requests led to them settle alike."""
+    return key(case_dir, unlogged(provider), *context)
+
+
 class Settled:
-    """Settle runs that changed nothing, by the key of the final state they ran on: a case that
-    reaches a byte-identical final state (and provider state) settles the same way."""
+    """Settle runs that changed nothing (no byte, no request), by the key of the final state they
+    ran on (`settle_key`): a case that reaches the same final state settles the same way."""
 
     def __init__(self) -> None:
         self._done: dict[str, IncarnationRecord] = {}

@@ -145,3 +145,48 @@ def test_the_memory_bench_runs_until_its_target_and_leaves_no_snapshot_behind() 
     assert figures.cases == 2 * one.cases
     assert len(figures.samples_mb) == figures.cases // 10
     assert figures.states_left_bytes == 0, "every snapshot is deleted once its scenario's cases finish"
+
+
+def _requests_by_case(names: tuple[str, ...], depth: int, states: bool) -> dict[str, Any]:
+    """Every case's provider requests (what was asked and answered, the case directory's name
+    masked) and where each incarnation's requests start, from an in-process matrix."""
+    import re  # noqa: PLC0415
+
+    from crashmatrix.harness.cli.run import _adapter, _runner_config, _scenarios  # noqa: PLC0415
+    from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig  # noqa: PLC0415
+    from crashmatrix.harness.records.observation import Observation  # noqa: PLC0415
+    from crashmatrix.harness.records.results import CaseResult  # noqa: PLC0415
+    from crashmatrix.scenarios.model import Scenario  # noqa: PLC0415
+
+    seen: dict[str, Any] = {}
+    dir_name = re.compile(r"[a-z0-9_-]+-[0-9a-f]{12}")
+    with _runner_config("durable-agent", 60.0, False, False, resolved=_adapter("durable-agent")) as cfg:
+        matrix = Matrix(MatrixConfig(scenarios=_scenarios(names, ()), runner=cfg, depth=depth, jobs=2,
+                                     states=states))
+        evaluate = matrix._evaluate
+
+        def keep(obs: Observation, scenario: Scenario, started: float) -> CaseResult:
+            asked = [json.dumps([q.messages, q.reply], sort_keys=True) for q in obs.requests]
+            seen[obs.case.case_id] = (
+                [(q.index, q.status, q.rule, q.fault, dir_name.sub("D", a)) for q, a in zip(obs.requests, asked)],
+                [(i.index, i.command, i.requests_before) for i in obs.incarnations])
+            return evaluate(obs, scenario, started)
+
+        matrix._evaluate = keep  # type: ignore[method-assign]
+        matrix.run(lambda result, known: None)
+        if states:
+            assert sum(matrix.states.tally.points.values()) > sum(matrix.states.tally.distinct.values())
+    return seen
+
+
+@pytest.mark.parametrize(("names", "depth"), [(("changelog-fast", "retry", "queued-input"), 1),
+                                              *([(("finished",), 2)] if EVERYTHING else [])])
+def test_a_shared_recovery_gives_each_case_the_requests_a_real_kill_gives(names: tuple[str, ...],
+                                                                          depth: int) -> None:
+    """States are keyed without the fake's request log (a kill before a request and one after its
+    reply, with nothing written between, share a recovery): each case still gets its own requests
+    before the kill, then the recovery's, numbered after them, as a real kill would have them."""
+    real, states = _requests_by_case(names, depth, False), _requests_by_case(names, depth, True)
+    assert set(real) == set(states)
+    different = [c for c in real if real[c] != states[c]]
+    assert not different, json.dumps({c: (real[c], states[c]) for c in different[:2]}, indent=1)[:3000]

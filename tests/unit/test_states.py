@@ -12,7 +12,7 @@ import pytest
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.fakes.records import RequestRecord
 from crashmatrix.harness.execution.audit import audited, compared
-from crashmatrix.harness.execution.states import Settled, key, restore, snapshot_key, take
+from crashmatrix.harness.execution.states import Settled, key, restore, settle_key, snapshot_key, take, unlogged
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import IncarnationRecord
 from crashmatrix.harness.records.results import CaseResult, Verdict
@@ -56,6 +56,21 @@ def test_the_key_masks_the_directory_name_and_sees_every_byte_and_the_provider(t
     assert key(one, state(A), "s", 1) != key(one, other, "s", 1)
     (two / "session" / "session.jsonl").write_text("linf\n", encoding="utf-8")
     assert key(one, state(A), "s", 1) != key(two, state(B), "s", 1)
+
+
+def test_a_recovery_key_leaves_out_only_the_request_log(tmp_path: Path) -> None:
+    """The log numbers requests and nobody reads it: two states that differ in it alone are one
+    state to recover from (and to settle from); the faults left and stored responses, which decide
+    the fake's next answers, still part them."""
+    one = tree(tmp_path, A)
+    more = dataclasses.replace(state(A), records=(*state(A).records, dataclasses.replace(
+        state(A).records[0], index=1)))
+    assert key(one, state(A)) != key(one, more)
+    assert key(one, unlogged(state(A))) == key(one, unlogged(more))
+    assert settle_key(one, state(A), "s") == settle_key(one, more, "s")
+    for other in (CaseState(more.records, (0,), {}), CaseState(more.records, (1,), {"r1": [1]})):
+        assert key(one, unlogged(state(A))) != key(one, unlogged(other))
+        assert settle_key(one, state(A), "s") != settle_key(one, other, "s")
 
 
 @pytest.mark.parametrize("change", ["empty directory", "symbolic link", "permission bits", "file moved"])
