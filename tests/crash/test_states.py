@@ -147,6 +147,10 @@ def test_the_memory_bench_runs_until_its_target_and_leaves_no_snapshot_behind() 
     assert figures.states_left_bytes == 0, "every snapshot is deleted once its scenario's cases finish"
 
 
+def _masked(dir_name: Any, *parts: Any) -> str:
+    return str(dir_name.sub("D", json.dumps(parts, sort_keys=True)))
+
+
 def _requests_by_case(names: tuple[str, ...], depth: int, states: bool) -> dict[str, Any]:
     """Every case's provider requests (what was asked and answered, the case directory's name
     masked) and where each incarnation's requests start, from an in-process matrix."""
@@ -166,9 +170,9 @@ def _requests_by_case(names: tuple[str, ...], depth: int, states: bool) -> dict[
         evaluate = matrix._evaluate
 
         def keep(obs: Observation, scenario: Scenario, started: float) -> CaseResult:
-            asked = [json.dumps([q.messages, q.reply], sort_keys=True) for q in obs.requests]
             seen[obs.case.case_id] = (
-                [(q.index, q.status, q.rule, q.fault, dir_name.sub("D", a)) for q, a in zip(obs.requests, asked)],
+                [(q.index, q.status, q.rule, q.fault, _masked(dir_name, q.messages, q.reply))
+                 for q in obs.requests],
                 [(i.index, i.command, i.requests_before) for i in obs.incarnations])
             return evaluate(obs, scenario, started)
 

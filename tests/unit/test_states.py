@@ -12,7 +12,15 @@ import pytest
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.fakes.records import RequestRecord
 from crashmatrix.harness.execution.audit import audited, compared
-from crashmatrix.harness.execution.states import Settled, key, restore, settle_key, snapshot_key, take, unlogged
+from crashmatrix.harness.execution.states import (
+    Settled,
+    key,
+    restore,
+    settle_key,
+    snapshot_key,
+    take,
+    unlogged,
+)
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import IncarnationRecord
 from crashmatrix.harness.records.results import CaseResult, Verdict
