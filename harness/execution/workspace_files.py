@@ -22,13 +22,16 @@ def snapshot(root: Path) -> dict[str, str]:
     files: dict[str, str] = {}
     if not root.is_dir() or root.is_symlink():
         return files
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        here = Path(dirpath)
+    # Plain string paths: this runs at the start and end of every case, and pathlib's joins and
+    # relative_to were most of its cost.
+    base = os.fspath(root)
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        prefix = dirpath[len(base) + 1:].replace(os.sep, "/")
         # os.walk lists a symlink to a directory among dirnames and does not descend into it.
         for name in [*dirnames, *filenames]:
-            path = here / name
-            rel = path.relative_to(root).as_posix()
-            info = path.lstat()
+            path = os.path.join(dirpath, name)
+            rel = f"{prefix}/{name}" if prefix else name
+            info = os.lstat(path)
             if stat.S_ISLNK(info.st_mode):
                 files[rel] = f"symlink -> {os.readlink(path)}"
             elif stat.S_ISREG(info.st_mode):
@@ -38,10 +41,11 @@ def snapshot(root: Path) -> dict[str, str]:
     return dict(sorted(files.items()))
 
 
-def _read(path: Path, size: int) -> str:
+def _read(path: str, size: int) -> str:
     if size > MAX_FILE_BYTES:
         return f"<{size} bytes: larger than {MAX_FILE_BYTES}, not read>"
-    return path.read_text(encoding="utf-8", errors="replace")
+    with open(path, encoding="utf-8", errors="replace") as f:  # newlines as read_text gave them
+        return f.read()
 
 
 def _kind(mode: int) -> str:
