@@ -219,7 +219,8 @@ def trace_cost(traced: ModeFigures, fresh: ModeFigures) -> dict[str, float | Non
               type=click.Path(file_okay=False), help="Also load scenarios from DIR.")
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option("--repeat", default=1, show_default=True, type=click.IntRange(1, 1000),
-              help="Run the fork-mode matrix this many times (a long run shows memory stays flat).")
+              help="Run the fork-mode (and --states) matrix this many times (a long run shows memory "
+                   "stays flat).")
 @click.option("--skip-fresh", is_flag=True, help="Measure only the zygote (for long memory runs).")
 @click.option("--timeout", default=DEFAULT_TIMEOUT_S, show_default=True, metavar="S")
 @click.option("--agent", default=DEFAULT_AGENT, show_default=True,
@@ -236,7 +237,7 @@ def trace_cost(traced: ModeFigures, fresh: ModeFigures) -> dict[str, float | Non
 def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int, skip_fresh: bool,
           timeout: float, agent: str, line_coverage: bool, trace: bool, memory_cases: int,
           as_json: bool) -> None:
-    """Measure fresh-interpreter and zygote spawning on the same matrix, side by side."""
+    """Measure fresh-interpreter and zygote spawning, and --states, on the same matrix, side by side."""
     floor_fork = fork_floor_ms()
     with cached_bytecode(DURABLE_ENTRY.module) as bytecode_cached:
         if trace:
