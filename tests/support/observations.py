@@ -376,6 +376,19 @@ def lying_success_builder() -> ObservationBuilder:
     return b
 
 
+def reused_call_ids_builder() -> ObservationBuilder:
+    """A provider that names every call `call_1`: pairing, sites and effects must stay per turn."""
+    b = ObservationBuilder()
+    run_id = b.start()
+    b.turn(run_id, APPEND)
+    b.turn(run_id, call("call_1", "read", path=CHANGELOG))
+    b.turn(run_id, call("call_1", "bash", command=PYTEST))
+    b.ask(run_id, text=ANSWER)
+    b.exit(0)
+    b.settle()
+    return b
+
+
 def rerun_builder(call: Call = APPEND, *, kill_at: BoundaryKind = K.COMMIT_AFTER,
                   policies: dict[str, str] | None = None) -> ObservationBuilder:
     """The incarnation running `call` is killed around its effect; the next one re-runs it.

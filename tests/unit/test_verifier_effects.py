@@ -17,7 +17,6 @@ from tests.support.observations import (
     BASH,
     CHANGELOG,
     LINE,
-    PYTEST,
     READ,
     TASK,
     ObservationBuilder,
@@ -30,6 +29,7 @@ from tests.support.observations import (
     lying_success_builder,
     recover_unknown,
     rerun_builder,
+    reused_call_ids_builder,
 )
 
 Id = InvariantId
@@ -107,15 +107,7 @@ def test_orphan_result() -> None:
 
 def test_reused_call_ids_pair_within_their_own_window() -> None:
     """A provider that names every call `call_1`: pairing and effects stay per turn."""
-    b = ObservationBuilder()
-    run_id = b.start()
-    b.turn(run_id, APPEND)
-    b.turn(run_id, call("call_1", "read", path=CHANGELOG))
-    b.turn(run_id, call("call_1", "bash", command=PYTEST))
-    b.ask(run_id, text=ANSWER)
-    b.exit(0)
-    b.settle()
-    assert check(b.build()) == []
+    assert check(reused_call_ids_builder().build()) == []
 
 
 # -- at-most-once ----------------------------------------------------------------------------

@@ -14,33 +14,14 @@ from crashmatrix.harness.verify.effects import site_effects, site_effects_of
 from crashmatrix.harness.verify.trace import Located, Trace, shared_trace
 from crashmatrix.scenarios.model import BoundaryKind as K
 from tests.support.observations import (
-    ANSWER,
-    APPEND,
-    CHANGELOG,
-    PYTEST,
-    ObservationBuilder,
-    call,
     changelog_baseline,
     changelog_scenario,
     late_intent_builder,
     lost_intent_builder,
     lying_success_builder,
     rerun_builder,
+    reused_call_ids_builder,
 )
-
-
-def _reused_ids() -> Observation:
-    """Every call named `call_1`: sites and effects must stay per turn."""
-    b = ObservationBuilder()
-    run_id = b.start()
-    b.turn(run_id, APPEND)
-    b.turn(run_id, call("call_1", "read", path=CHANGELOG))
-    b.turn(run_id, call("call_1", "bash", command=PYTEST))
-    b.ask(run_id, text=ANSWER)
-    b.exit(0)
-    b.settle()
-    return b.build()
-
 
 CASES: dict[str, Callable[[], Observation]] = {
     "baseline": changelog_baseline,
@@ -49,7 +30,7 @@ CASES: dict[str, Callable[[], Observation]] = {
     "late-intent": lambda: late_intent_builder().build(),
     "lost-intent": lambda: lost_intent_builder().build(),
     "lying-success": lambda: lying_success_builder().build(),
-    "reused-ids": _reused_ids,
+    "reused-ids": lambda: reused_call_ids_builder().build(),
 }
 
 
