@@ -9,7 +9,8 @@ same records a real kill leaves, since the agent was waiting at that event when 
 taken.
 
 Many crash points leave the same bytes (nothing touches the disk between one commit's
-`commit.after` and the next `commit.before`). The restored state is hashed (`states.key`): cases
+`commit.after` and the next `commit.before`). The restored state is hashed (`states.tree_key`,
+without the fake's request log: `states.unlogged`): cases
 with the same key share one recovery (and settle), run by the first to get there; each case is
 still judged on its own observation (its own prefix, the shared recovery). Sound only for an agent
 whose recovery is a function of what it can observe (`Capability.STATE_IN_TREE`); `--audit-states`
@@ -220,7 +221,9 @@ class CrashStates:
             tree, dir_name, provider = states.read_tree(case_dir), case_dir.name, restored
         context = (scenario.name, d, accepted, done)
         key = states.tree_key(tree, dir_name, states.unlogged(provider), *context)
-        group = states.tree_key(tree, dir_name, provider, *context)
+        # Hashing the log costs a pass over every request's messages: only for a case that keeps
+        # its run for children of its own.
+        group = states.tree_key(tree, dir_name, provider, *context) if may_extend else key
         with self._lock:
             self.tally.points[scenario.name] += 1
             future = self._shared.get(key)
@@ -233,7 +236,7 @@ class CrashStates:
             shutil.rmtree(case_dir, ignore_errors=True)  # a torn case's restored copy
             tail = future.result()
             obs, snaps = _spliced(tail, case, prefix, parent.workspace_before, delivered, snap)
-            if snaps:
+            if may_extend and snaps:
                 self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs,
                                             origin=(snap, step.fault), settle_unchanged=tail.settle_unchanged,
                                             group=group))

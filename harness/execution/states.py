@@ -124,7 +124,7 @@ def restore(snap: Snapshot, case_dir: Path) -> CaseState:
             os.chmod(path, stat.S_IMODE(mode))
     for path, mode in reversed(dirs):  # last: a read-only directory is written into first
         os.chmod(path, stat.S_IMODE(mode))
-    return _provider_renamed(snap.provider, old, new)
+    return renamed(snap.provider, old, new)
 
 
 def _walk(path: str, rel: str, entries: list[Entry]) -> None:
@@ -156,10 +156,6 @@ def unlogged(provider: CaseState) -> CaseState:
 
 def renamed(state: CaseState, old: str, new: str) -> CaseState:
     """`state` with directory name `old` rewritten to `new` wherever it appears."""
-    return _provider_renamed(state, old, new)
-
-
-def _provider_renamed(state: CaseState, old: str, new: str) -> CaseState:
     if old == new:
         return state
     text = json.dumps(state.to_json(), ensure_ascii=False).replace(old, new)
@@ -171,11 +167,6 @@ def _provider_renamed(state: CaseState, old: str, new: str) -> CaseState:
 def key(case_dir: Path, provider: CaseState, *context: object) -> str:
     """What recovery can observe in `case_dir`, hashed (`tree_key`)."""
     return tree_key(read_tree(case_dir), case_dir.name, provider, *context)
-
-
-def snapshot_key(snap: Snapshot, *context: object) -> str:
-    """A snapshot's state hashed where it lies, as `key` hashes the tree it was taken from."""
-    return tree_key(snap.tree, snap.dir_name, snap.provider, *context)
 
 
 def tree_key(tree: Tree, dir_name: str, provider: CaseState, *context: object) -> str:

@@ -17,8 +17,8 @@ from crashmatrix.harness.execution.states import (
     key,
     restore,
     settle_key,
-    snapshot_key,
     take,
+    tree_key,
     unlogged,
 )
 from crashmatrix.harness.records.case import Case
@@ -102,7 +102,7 @@ def test_a_snapshot_held_in_memory_keys_and_restores_as_the_tree_it_was_taken_fr
     (one / "ws" / "latest").symlink_to(f"/x/{A}/ws/CHANGELOG.md")
     (one / "ws" / "CHANGELOG.md").chmod(0o444)
     snap = take(one, state(A), 1, 4)
-    assert snapshot_key(snap, "s", 1) == key(one, state(A), "s", 1)
+    assert tree_key(snap.tree, snap.dir_name, snap.provider, "s", 1) == key(one, state(A), "s", 1)
     restore(snap, tmp_path / B)
     two = tmp_path / B
     assert (two / "session" / "inbox").is_dir(), "an empty directory is restored"
