@@ -20,7 +20,7 @@ class ToolResult:
     status: ResultStatus  # OK, ERROR or UNKNOWN
 
     def matches(self, key: ResultKey) -> bool:
-        return self.tool == key.tool.value and (key.path is None or self.path == key.path)
+        return self.tool == key.tool and (key.path is None or self.path == key.path)
 
 
 def text_of(content: Any) -> str:

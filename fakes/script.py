@@ -11,7 +11,7 @@ from typing import Any
 from crashmatrix.fakes.conversation import Conversation, holds
 from crashmatrix.scenarios import template
 from crashmatrix.scenarios.errors import ScenarioError
-from crashmatrix.scenarios.model import CallIds, Reply, ResultKey, Rule, Scenario, ToolName
+from crashmatrix.scenarios.model import CallIds, Reply, ResultKey, Rule, Scenario
 
 # A fixed timestamp keeps whole responses, not just messages, identical for identical histories.
 CREATED = 1_700_000_000
@@ -28,7 +28,7 @@ def match_rule(scenario: Scenario, conv: Conversation) -> Rule | None:
 def _parse_key(text: str) -> ResultKey:
     tool, sep, path = text.partition(":")
     try:
-        return ResultKey(ToolName(tool), str(PurePosixPath(path)) if sep else None)
+        return ResultKey(tool, str(PurePosixPath(path)) if sep else None)
     except ValueError:
         # The schema validated every placeholder; reaching here is a bug, say so plainly.
         raise ScenarioError(f"bad result key {text!r} in a template") from None
@@ -61,7 +61,7 @@ def reply_message(reply: Reply, conv: Conversation, call_ids: CallIds = CallIds.
                 "id": call_id(first + i),
                 "type": "function",
                 "function": {
-                    "name": call.tool.value,
+                    "name": call.tool,
                     "arguments": json.dumps(dict(call.args), ensure_ascii=False),
                 },
             }

@@ -7,11 +7,14 @@ that explains every violation found), `fail` (an invariant was violated), `pass`
 
 from __future__ import annotations
 
+import os
 import shlex
+from collections.abc import Mapping
 
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.evidence import evidence, scrubbed
 from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.output_tail import agent_output
 from crashmatrix.harness.records.results import (
     DEFAULT_AGENT,
     DEFAULT_MAX_EVENTS,
@@ -49,7 +52,10 @@ def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_A
 
 
 def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
-             scenario_dirs: list[str], duration_ms: float, timeout_s: float | None = None) -> CaseResult:
+             scenario_dirs: list[str], duration_ms: float, timeout_s: float | None = None,
+             env: Mapping[str, str] = os.environ) -> CaseResult:
+    """The case's result. `env`: the environment whose secret values are redacted from what the
+    agent printed (records/redact.py); the agent inherited the harness's."""
     nondeterministic = next((i.nondeterministic for i in obs.incarnations if i.nondeterministic), None)
     judgement = None if nondeterministic else judge(judged_view(obs), scenario)
     found = with_runaways(judgement.violations, obs) if judgement else []
@@ -115,4 +121,6 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         scenario_error=(scrubbed(mistake.to_json()) if mistake is not None and verdict in
                         (Verdict.SCENARIO_ERROR, Verdict.FAIL) else None),
         evidence=None if verdict is Verdict.PASS else evidence(obs),
+        # Decoded and redacted only here, for a case that did not pass: a pass never needs it.
+        agent_output=None if verdict is Verdict.PASS else agent_output(obs, env),
     )

@@ -3,7 +3,10 @@
 An integration hosts a user's app on a framework (`--agent NAME`, or `--agent NAME:MODULE:ATTR`
 for the user's own): a host program the harness starts, with the app named on its command line,
 and an adapter that knows which host, which app and where to find it. Probes come from the
-framework's threads, so they go through one lock. Nothing here imports a framework.
+framework's threads, so they go through one lock. The host's `describe` command loads the app
+and prints its tools; the adapter runs it once before a run (`declared_tools`), which is also
+how an app that does not load is reported as such, before any case. Nothing here imports a
+framework.
 """
 
 from __future__ import annotations
@@ -11,21 +14,31 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import json
 import os
+import shlex
 import shutil
 import sqlite3
+import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-from crashmatrix.harness.adapters.interface import LaunchSpec, PythonEntry
+from crashmatrix.harness.adapters.interface import LaunchSpec, PreflightError, PythonEntry, ToolSpec
 from crashmatrix.probe import ProbeDetached, probe
 
 DETACHED_EXIT = 3  # the harness closed the channel: take no further step
+# `describe` runs with no provider: the app's client is built against an address where nothing
+# listens (port 9, discard), so an app that calls its model while being built fails at once
+# instead of reaching a vendor.
+DESCRIBE_BASE_URL = "http://127.0.0.1:9/v1"
+DESCRIBE_TIMEOUT_S = 120.0  # importing a framework and building an app; minutes means a hang
+STDERR_TAIL = 40  # lines of a failed describe's stderr a PreflightError quotes
 # Re-entrant: a commit holds it across its three events; probes come from several threads.
 _probe_lock = threading.RLock()
 
@@ -49,15 +62,19 @@ def serialised() -> Iterator[None]:
 
 
 def host_parser(prog: str, app_env: str, default_app: str) -> argparse.ArgumentParser:
-    """`[--app MODULE:ATTR] [--path DIR]... run|recover SESSION WORKSPACE PROVIDER_URL [TASK]`."""
+    """`[--app MODULE:ATTR] [--path DIR]... run|recover SESSION WORKSPACE PROVIDER_URL [TASK]`,
+    or `[--app MODULE:ATTR] [--path DIR]... describe`."""
     p = argparse.ArgumentParser(prog=prog)
     p.add_argument("--app", default=os.environ.get(app_env) or default_app)
     p.add_argument("--path", action="append", default=[])
-    p.add_argument("command", choices=["run", "recover"])
-    p.add_argument("session", type=Path)
-    p.add_argument("workspace", type=Path)
-    p.add_argument("provider_url")
-    p.add_argument("task", nargs="?")
+    commands = p.add_subparsers(dest="command", required=True)
+    for name, doc in (("run", "start the task"), ("recover", "restart after a crash")):
+        command = commands.add_parser(name, help=doc)
+        command.add_argument("session", type=Path)
+        command.add_argument("workspace", type=Path)
+        command.add_argument("provider_url")
+        command.add_argument("task", nargs="?")
+    commands.add_parser("describe", help="load the app and print its tools as JSON on stdout")
     return p
 
 
@@ -65,19 +82,46 @@ def host_args(parser: argparse.ArgumentParser, argv: list[str] | None,
               quiet_env: Mapping[str, str]) -> argparse.Namespace | int:
     """The host's command line, parsed, with `session` and `workspace` resolved and the session
     folder made, and the hosted run's environment set (`quiet_env`, and `OPENAI_BASE_URL` at the
-    provider); or the exit code (2 for bad usage)."""
+    provider, or at nothing for `describe`); or the exit code (2 for bad usage)."""
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    os.environ.update(quiet_env)
+    if args.command == "describe":
+        os.environ["OPENAI_BASE_URL"] = DESCRIBE_BASE_URL
+        return args
     if args.command == "run" and args.task is None:
         print("run needs a TASK", file=sys.stderr)
         return 2
     args.session, args.workspace = args.session.resolve(), args.workspace.resolve()
     args.session.mkdir(parents=True, exist_ok=True)
-    os.environ.update(quiet_env)
     os.environ["OPENAI_BASE_URL"] = args.provider_url
     return args
+
+
+def describe(tools_of_app: Callable[[], Iterable[Mapping[str, Any]]]) -> int:
+    """The host's `describe` command: print `{"tools": [{"name", "parameters", "description"}]}`
+    (one line of JSON on stdout) for the tools `tools_of_app` finds once it has loaded and built
+    the app; exit 1 with the traceback on stderr if that raises.
+
+    The app is built in a scratch directory as its current directory (a run builds it in the
+    workspace): whatever building it writes is removed with it. Anything the app prints while
+    loading goes to stderr, so stdout holds the JSON alone."""
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="crashmatrix-describe-") as scratch:
+        os.chdir(scratch)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                tools = [{"name": t["name"], "parameters": t.get("parameters"),
+                          "description": t.get("description") or ""} for t in tools_of_app()]
+        except Exception:
+            traceback.print_exc()
+            return 1
+        finally:
+            os.chdir(here)
+    print(json.dumps({"tools": tools}, ensure_ascii=False))
+    return 0
 
 
 def import_app(ref: str, paths: list[str], example: str) -> Any:
@@ -117,6 +161,8 @@ class HostedAdapter:
     example and the environment every hosted run gets; `with_app` is the registry's
     `NAME:MODULE:ATTR`."""
 
+    name: str
+    program: tuple[str, ...]
     host: str
     preload: tuple[str, ...]
     app_env: str
@@ -126,6 +172,9 @@ class HostedAdapter:
 
     def __init__(self, app: str | None = None) -> None:
         self._app = app  # None: from the environment, else the example
+        # describe's answers, by the command line that produced them (the app, hence the flags,
+        # may come from the environment or the current directory).
+        self._described: dict[tuple[str, ...], tuple[ToolSpec, ...]] = {}
 
     def with_app(self, app: str) -> Self:
         """This adapter for the app `MODULE:ATTR`."""
@@ -158,6 +207,71 @@ class HostedAdapter:
     def env(self) -> dict[str, str]:
         # Also set by the host itself; here too so a fresh interpreter has them from its start.
         return {**self.quiet_env, self.app_env: self.app}
+
+    @property
+    def agent_name(self) -> str:
+        """How `--agent` names this adapter and its app."""
+        return self.name if self._app is None else f"{self.name}:{self._app}"
+
+    def declared_tools(self) -> tuple[ToolSpec, ...]:
+        """The app's tools, as its framework gives them to the model (no replay policy: a
+        framework does not say), from the host's `describe` run in a child process (a framework
+        is imported there, never in the harness). PreflightError when the app does not load."""
+        command = (*self.program, *self._flags(), "describe")
+        if command not in self._described:
+            self._described[command] = self._describe(command)
+        return self._described[command]
+
+    def _describe(self, command: tuple[str, ...]) -> tuple[ToolSpec, ...]:
+        env = {**os.environ, **self.env()}
+        env.pop("CRASHMATRIX_PROBE", None)  # describe is no incarnation: it must not probe
+        shown = shlex.join(command)
+        try:
+            # On timeout, run() kills the child and reaps it before raising.
+            done = subprocess.run(command, env=env, cwd=os.getcwd(), stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=DESCRIBE_TIMEOUT_S,
+                                  check=False)
+        except subprocess.TimeoutExpired as exc:
+            raise PreflightError(f"agent {self.agent_name!r} does not load: loading the app "
+                                 f"{self.app!r} took more than {DESCRIBE_TIMEOUT_S:g} s ({shown} "
+                                 f"was killed):\n{_tail(exc.stderr)}") from None
+        if done.returncode != 0:
+            raise PreflightError(f"agent {self.agent_name!r} does not load: the app {self.app!r} "
+                                 f"failed to import or build ({shown} exited {done.returncode}):\n"
+                                 f"{_tail(done.stderr)}")
+        try:
+            return parse_tools(done.stdout)
+        except ValueError as exc:
+            raise PreflightError(f"agent {self.agent_name!r} does not load: {shown} printed no "
+                                 f"tool list ({exc}):\n{_tail(done.stderr)}") from None
+
+
+def parse_tools(stdout: str) -> tuple[ToolSpec, ...]:
+    """The tools in `describe`'s output (its last line: `{"tools": [...]}`); ValueError naming
+    what is wrong."""
+    lines = stdout.strip().splitlines()
+    if not lines:
+        raise ValueError("its stdout is empty")
+    found = json.loads(lines[-1])  # a JSONDecodeError is a ValueError
+    tools = found.get("tools") if isinstance(found, dict) else None
+    if not isinstance(tools, list):
+        raise ValueError('expected {"tools": [...]}')
+    specs = []
+    for tool in tools:
+        name = tool.get("name") if isinstance(tool, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a tool without a name: {tool!r}")
+        parameters = tool.get("parameters")
+        if parameters is not None and not isinstance(parameters, dict):
+            raise ValueError(f"tool {name!r}: parameters must be a JSON Schema object")
+        specs.append(ToolSpec(name, parameters, None, str(tool.get("description") or "")))
+    return tuple(specs)
+
+
+def _tail(stderr: str | bytes | None) -> str:
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
+    lines = text.rstrip().splitlines()[-STDERR_TAIL:]
+    return "\n".join(lines) if lines else "(nothing on stderr)"
 
 
 def _where(spec: LaunchSpec) -> list[str]:

@@ -9,6 +9,7 @@ from crashmatrix.harness.records.clip import clip, head_tail
 from crashmatrix.harness.records.evidence import MAX_TEXT as MAX_RECORDED
 from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.reports import cause
+from crashmatrix.reports.agent_output import tails
 from crashmatrix.reports.html_base import MAX_TEXT, e, number
 from crashmatrix.reports.html_diff import render_file
 from crashmatrix.reports.html_lanes import fault_of, lanes
@@ -37,6 +38,7 @@ def body(r: CaseResult, anchor: str) -> list[str]:
         out.append(f"<p>note: {e(note)}</p>")
     out += _cause(r)
     out.append(f'<p>reproduce: <code class="repro">{e(r.repro)}</code></p>')
+    out += _agent_output(r)
     if isinstance(r.evidence, dict):
         out += lanes(r.evidence, anchor, [v for v in r.violations if isinstance(v, dict)])
         out += _files(r.evidence)
@@ -57,6 +59,23 @@ def _cause(r: CaseResult) -> list[str]:
     if found:
         out.append("<pre>" + e(clip("\n".join(found), MAX_TEXT)) + "</pre>")
     out.append("</div>")
+    return out
+
+
+def _agent_output(r: CaseResult) -> list[str]:
+    """The last lines each incarnation printed, folded: there when wanted (an agent that could
+    not start says why only there), out of the way of the timeline otherwise."""
+    found = tails(r)
+    if not found:
+        return []
+    which = ", ".join(f"inc{t.incarnation}" for t in found)
+    out = [f'<details class="output"><summary>Agent output: the last lines of {e(which)} '
+           "(stdout and stderr)</summary>"]
+    for t in found:
+        # Clipped again only for a hand-edited file: a recorded tail is within MAX_MESSAGE.
+        out.append(f"<h4>incarnation {e(t.incarnation)}</h4>"
+                   f"<pre>{e(clip(t.text, MAX_MESSAGE, keep_end=True))}</pre>")
+    out.append("</details>")
     return out
 
 

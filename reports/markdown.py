@@ -7,11 +7,14 @@ from collections.abc import Sequence
 from urllib.parse import quote
 
 from crashmatrix.harness.records.clip import clip
+from crashmatrix.harness.records.output_tail import last_lines
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord, StatesRecord
 from crashmatrix.reports import cause
+from crashmatrix.reports.agent_output import Tail, telling
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 from crashmatrix.reports.facts import branch_facts, scenario_states, settles_reused
+from crashmatrix.reports.groups import distinct_failures
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
 # `run` and `report` may both append to the same step's summary.
@@ -19,6 +22,9 @@ MAX_BYTES = 512 * 1024
 MAX_FAILURES = 200  # a CI page with more is not read case by case; the rest are counted
 MAX_VIOLATIONS = 5  # per case
 MAX_TEXT = 300  # characters of one message
+# Of the agent's output (shown for one case per distinct failure): the last lines say why it
+# stopped; the rest is in report.html and results.jsonl.
+MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS = 10, 1500
 
 VERDICT_COLUMNS = (Verdict.PASS, Verdict.FAIL, Verdict.NONDETERMINISTIC, Verdict.ERROR,
                    Verdict.SCENARIO_ERROR)
@@ -78,7 +84,7 @@ def _coverage_table(results: Sequence[CaseResult], declared: Sequence[str]) -> l
     return lines
 
 
-def _failure(r: CaseResult) -> list[str]:
+def _failure(r: CaseResult, with_output: bool = False) -> list[str]:
     what = ", ".join(r.invariants) or str((r.scenario_error or {}).get("kind") or r.verdict.value)
     lines = [f"- {code(r.case)}: {r.verdict.value} ({_clip(what)})"]
     for v in r.violations[:MAX_VIOLATIONS]:
@@ -92,15 +98,39 @@ def _failure(r: CaseResult) -> list[str]:
         lines.append(f"  - {cause.title(r)}: {code(cause.headline(r.scenario_error))}")
         lines += [f"    - {code(d.strip())}" for d in cause.details(r.scenario_error)]
     lines.append(f"  - reproduce: {code(r.repro, 2 * MAX_TEXT)}")
+    tail = telling(r) if with_output else None
+    if tail is not None:
+        lines += _output_block(tail)
     return lines
+
+
+def _output_block(tail: Tail) -> list[str]:
+    """A tail as a fenced block inside the case's list item (indented to the item's text, or
+    GitHub would end the list), its fence longer than any run of backticks in it."""
+    text = last_lines(tail.text, MAX_OUTPUT_LINES, MAX_OUTPUT_CHARS)
+    fence = "`" * max(3, max((len(m) for m in re.findall(r"`+", text)), default=0) + 1)
+    return [f"  - agent output (inc{tail.incarnation}, last lines):",
+            f"    {fence}text", *(f"    {line}".rstrip() for line in text.split("\n")), f"    {fence}"]
+
+
+def _with_output(bad: Sequence[CaseResult]) -> set[str]:
+    """The cases whose agent output the summary shows: per distinct failure the first case (by
+    id) that has any, so a CI page shows each cause's words once, not once per case."""
+    chosen: set[str] = set()
+    for group in distinct_failures(bad):
+        first = next((r for r in group.cases if telling(r) is not None), None)
+        if first is not None:
+            chosen.add(first.case)
+    return chosen
 
 
 def _failures(bad: Sequence[CaseResult], budget: int) -> list[str]:
     lines = [f"## {len(bad)} case(s) did not hold", ""]
     used = sum(len(line.encode()) + 1 for line in lines)
     shown = 0
+    with_output = _with_output(bad)
     for r in bad[:MAX_FAILURES]:
-        item = _failure(r)
+        item = _failure(r, r.case in with_output)
         size = sum(len(line.encode()) + 1 for line in item)
         if used + size > budget:
             break

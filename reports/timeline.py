@@ -1,4 +1,4 @@
-"""A case's timeline for `repro`: events, commits, requests, effects, deliveries and violations."""
+"""A case's timeline for `repro`: events, commits, requests, effects, deliveries, output, violations."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.reports import cause
+from crashmatrix.reports.agent_output import tails
 
 
 def _short(text: Any, width: int = 90) -> str:
@@ -65,6 +66,10 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
             lines.append("   !! timed out (killed)")
         elif inc.exit_code is not None:
             lines.append(f"   exit code {inc.exit_code}")
+    # What the agent said, after what it did: an agent that cannot start says why only here.
+    for tail in tails(result):
+        lines.append(f"-- agent output (inc{tail.incarnation}, last lines; stdout and stderr)")
+        lines.extend(f"   | {line}" for line in tail.text.split("\n"))
     lines.append("-- store")
     for m in obs.transcript.messages:
         lines.append(f"   commit {m.seq:3d} {m.line(_short)}")

@@ -11,6 +11,8 @@ so the loader can name the field. Constraints written as `Meta` apply when a fil
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from enum import Enum, StrEnum
 from pathlib import PurePosixPath
@@ -39,7 +41,9 @@ class FieldError(ValueError):
 
 
 class ToolName(StrEnum):
-    """The agent's built-in tools (crashmatrix.agent.tools)."""
+    """The reference agent's tools (crashmatrix.agent.tools). A scenario may name any tool the
+    agent under test has; these names keep the reference schemas below, so a script that the
+    reference agent would refuse is refused at load time."""
 
     READ = "read"
     APPEND_NOTE = "append_note"
@@ -49,8 +53,8 @@ class ToolName(StrEnum):
     STOP_RUN = "stop_run"
 
 
-# Required arguments of each tool, all strings; mirrors the agent's schemas so a script that
-# would be refused by the agent is refused at load time instead.
+# Required arguments of each reference tool, all strings; mirrors the agent's schemas so a script
+# that would be refused by the agent is refused at load time instead.
 TOOL_ARGS: Mapping[ToolName, tuple[str, ...]] = MappingProxyType({
     ToolName.READ: ("path",),
     ToolName.APPEND_NOTE: ("path", "line"),
@@ -61,17 +65,56 @@ TOOL_ARGS: Mapping[ToolName, tuple[str, ...]] = MappingProxyType({
 })
 
 
+# A tool's name as a scenario writes it: what function-calling APIs accept (OpenAI: letters,
+# digits, '_' and '-', at most 64).
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+_TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
+
+
+def tool_name(value: str) -> str:
+    """`value` if it can name a tool, else FieldError."""
+    if not _TOOL_NAME.match(value):
+        raise FieldError(f"{value!r} is not a tool name (letters, digits, '_' and '-', at most 64)")
+    return value
+
+
+AnyTool = Annotated[str, Meta(pattern=TOOL_NAME_PATTERN, description=(
+    "a tool's name: letters, digits, '_' and '-', at most 64"))]
+
+
 class Policy(StrEnum):
-    """Replay policy: may recovery re-run an interrupted call of this tool?"""
+    """Replay policy: may recovery re-run an interrupted call of this tool, and what does a repeat
+    mean? (docs/scenarios.md, "Tool policies".)"""
 
-    SAFE = "safe"
-    NEVER = "never"
+    SAFE = "safe"  # the reference agent's word: a call recorded safe may be re-run
+    NEVER = "never"  # an effect that must not happen twice: the default for any tool
+    READ_ONLY = "read-only"  # no effect: re-running it is never a violation
+    IDEMPOTENT = "idempotent"  # a repeat is allowed when the world shows one effect
+
+    @property
+    def rerunnable(self) -> bool:
+        """Whether recovery may run a call of this tool again."""
+        return self is not Policy.NEVER
+
+    @property
+    def replay(self) -> str:
+        """What the reference agent registers for it (its own vocabulary is safe | never)."""
+        return "never" if self is Policy.NEVER else "safe"
 
 
-# The agent's registered policies when a scenario overrides nothing.
-DEFAULT_POLICIES: Mapping[ToolName, Policy] = MappingProxyType({
+# The reference agent's registered policies when a scenario overrides nothing; any other tool
+# is `never` unless the scenario or the agent's adapter says otherwise.
+DEFAULT_POLICIES: Mapping[str, Policy] = MappingProxyType({
     t: (Policy.SAFE if t is ToolName.READ else Policy.NEVER) for t in ToolName
 })
+
+
+def default_policy(tool: str, declared: Mapping[str, Policy] | None = None) -> Policy:
+    """A tool's policy when the scenario sets none: the reference default for the reference
+    tools, else what the agent declares, else never."""
+    if tool in DEFAULT_POLICIES:
+        return DEFAULT_POLICIES[tool]
+    return (declared or {}).get(tool, Policy.NEVER)
 
 
 class Outcome(StrEnum):
@@ -222,33 +265,30 @@ class ResultKey(_StringValue):
     """Which results a condition looks at: a tool, optionally narrowed to one `path` argument."""
 
     __slots__ = ("tool", "path")  # noqa: RUF023 - the order __init__ takes them (see _StringValue)
-    tool: ToolName
+    tool: str
     path: str | None
     expected: ClassVar[str] = 'a result key: a tool name, or "tool:path" such as "read:CHANGELOG.md"'
     json_schema: ClassVar[dict[str, Any]] = {
         "type": "string",
-        "pattern": "^(" + "|".join(t.value for t in ToolName) + ")(:.+)?$",
+        "pattern": r"^[A-Za-z0-9_-]{1,64}(:.+)?$",
     }
 
-    def __init__(self, tool: ToolName, path: str | None = None) -> None:
+    def __init__(self, tool: str, path: str | None = None) -> None:
         object.__setattr__(self, "tool", tool)
         object.__setattr__(self, "path", path)
 
     @classmethod
     def parse(cls, text: str) -> ResultKey:
         tool_text, sep, path = text.partition(":")
-        try:
-            tool = ToolName(tool_text)
-        except ValueError:
-            raise FieldError(unknown_value(ToolName, tool_text)) from None
+        tool = tool_name(tool_text)
         if not sep:
             return cls(tool)
-        if "path" not in TOOL_ARGS[tool]:
-            raise FieldError(f"tool {tool.value!r} has no path argument, so {text!r} cannot name a path")
+        if tool in TOOL_ARGS and "path" not in TOOL_ARGS[ToolName(tool)]:
+            raise FieldError(f"tool {tool!r} has no path argument, so {text!r} cannot name a path")
         return cls(tool, relative_path(path))
 
     def __str__(self) -> str:
-        return self.tool.value if self.path is None else f"{self.tool.value}:{self.path}"
+        return self.tool if self.path is None else f"{self.tool}:{self.path}"
 
 
 # A file may write one value or an array where the model holds a collection (`outcome =
@@ -334,16 +374,25 @@ class CallSpec(Table, frozen=True):
 
     noun: ClassVar[str] = "tool call"  # for "expected at least one tool call"
 
-    tool: Annotated[ToolName, Meta(description="the tool to call; it must be enabled in [tools]")]
-    args: Annotated[Mapping[str, str], Meta(description=(
-        "exactly the tool's string arguments: read path; append_note path, line; write path, "
-        "content; edit path, old, new; bash command; stop_run reason"
+    tool: Annotated[AnyTool, Meta(description=(
+        "the tool to call, by the name the agent under test gives it; it must be enabled in [tools]"
+    ))]
+    args: Annotated[Mapping[str, Any], Meta(description=(
+        "the call's arguments, a JSON object; the reference tools take exactly their string "
+        "arguments: read path; append_note path, line; write path, content; edit path, old, new; "
+        "bash command; stop_run reason"
     ))]
 
     def __post_init__(self) -> None:
         _freeze(self, "args")
-        want = TOOL_ARGS[self.tool]
-        takes = f"{self.tool.value} takes {', '.join(want)}"
+        if self.tool not in TOOL_ARGS:
+            return  # another agent's tool: checked against the tools the agent declares, at run
+        want = TOOL_ARGS[ToolName(self.tool)]
+        takes = f"{self.tool} takes {', '.join(want)}"
+        for k, v in self.args.items():
+            if not isinstance(v, str):
+                raise FieldError(f"expected a string (the reference tool {self.tool} takes string "
+                                 "arguments)", "args", k)
         for k in self.args:
             if k not in want:
                 raise FieldError(f"unknown argument {k!r}; {takes}", "args")
@@ -476,17 +525,20 @@ class Cancel(Table, frozen=True):
     at: At
 
 
-PolicyMap = Annotated[Mapping[ToolName, Policy], Meta(description="tool = \"safe\" | \"never\"")]
+PolicyMap = Annotated[Mapping[AnyTool, Policy], Meta(description=(
+    'tool = "read-only" | "idempotent" | "never" | "safe"'))]
 
 
 class Tools(Table, frozen=True):
     """The tools the agent registers and their replay policies."""
 
-    enabled: Annotated[tuple[ToolName, ...], Meta(min_length=1, description=(
-        "the tools the agent registers"
+    enabled: Annotated[tuple[AnyTool, ...], Meta(min_length=1, description=(
+        "the tools the scenario uses, by name: the reference agent registers exactly these; "
+        "another agent must have each of them"
     ))] = tuple(ToolName)
     policies: Annotated[PolicyMap, Meta(description=(
-        "policy overrides in force at the first start (defaults: read safe, all others never)"
+        "policy overrides in force at the first start (defaults: the reference read safe, every "
+        "other tool what the agent declares, else never)"
     ))] = {}
     restart_policies: Annotated[PolicyMap, Meta(description=(
         "policy overrides for every restart/recovery incarnation, layered on top of policies"
@@ -494,27 +546,28 @@ class Tools(Table, frozen=True):
 
     def __post_init__(self) -> None:
         _freeze(self, "policies", "restart_policies")
-        dupes = sorted({n.value for n in self.enabled if self.enabled.count(n) > 1})
+        dupes = sorted({str(n) for n in self.enabled if self.enabled.count(n) > 1})
         if dupes:
             raise FieldError(f"duplicate tool(s): {', '.join(dupes)}", "enabled")
-        enabled = ", ".join(e.value for e in self.enabled)
+        enabled = ", ".join(self.enabled)
         for name in ("policies", "restart_policies"):
             for tool in getattr(self, name):
                 if tool not in self.enabled:
-                    raise FieldError(f"tool {tool.value!r} is not enabled; enabled: {enabled}", name,
-                                     tool.value)
+                    raise FieldError(f"tool {tool!r} is not enabled; enabled: {enabled}", name, tool)
 
-    def overrides_at(self, *, restart: bool) -> dict[ToolName, Policy]:
+    def overrides_at(self, *, restart: bool) -> dict[str, Policy]:
         """Policy overrides for an incarnation; restart_policies layer on top of policies."""
         merged = dict(self.policies)
         if restart:
             merged.update(self.restart_policies)
         return merged
 
-    def policies_at(self, *, restart: bool) -> dict[ToolName, Policy]:
-        """The full effective policy of every enabled tool for an incarnation."""
+    def policies_at(self, *, restart: bool, declared: Mapping[str, Policy] | None = None
+                    ) -> dict[str, Policy]:
+        """The full effective policy of every enabled tool for an incarnation; `declared`: the
+        policies the agent's adapter declares (for tools the scenario leaves to it)."""
         overrides = self.overrides_at(restart=restart)
-        return {t: overrides.get(t, DEFAULT_POLICIES[t]) for t in self.enabled}
+        return {t: overrides.get(t, default_policy(t, declared)) for t in self.enabled}
 
 
 class AgentSettings(Table, frozen=True):
@@ -633,6 +686,111 @@ def _paths(files: Mapping[str, str], name: str) -> MappingProxyType[str, str]:
     return MappingProxyType({_at(relative_path, k, name, k): v for k, v in files.items()})
 
 
+def _fold_count(rule: Any) -> None:
+    """`count = N` is shorthand for `min = max = N` (then None), so equal rules compare equal;
+    a rule must bound something."""
+    if rule.count is not None:
+        if rule.min != 0 or rule.max is not None:
+            raise FieldError("use either 'count' or 'min'/'max', not both", "count")
+        force_setattr(rule, "min", rule.count)
+        force_setattr(rule, "max", rule.count)
+        force_setattr(rule, "count", None)
+    if rule.max is None and rule.min == 0:
+        raise FieldError("expected 'count', or 'min' (>= 1) and/or 'max'")
+    if rule.max is not None and rule.max < rule.min:
+        raise FieldError(f"must be >= min ({rule.min})", "max")
+
+
+EffectTool = Annotated[AnyTool | None, Meta(description=(
+    "the tool whose call makes one such effect: at-most-once counts the effects here, in the "
+    "world, and charges each to that tool's calls"
+))]
+
+
+class PatternRule(Table, frozen=True):
+    """How many lines of a workspace file may match a regular expression at the end."""
+
+    path: Annotated[NonEmpty, Meta(description="a relative path in the workspace")]
+    pattern: Annotated[NonEmpty, Meta(description=(
+        "a Python regular expression, searched in each line (anchor it with ^...$ for whole lines)"
+    ))]
+    tool: EffectTool = None
+    min: Annotated[int, Meta(ge=0, description="at least this many matching lines")] = 0
+    max: Annotated[Count | None, Meta(description="at most this many (no max: no upper bound)")] = None
+    count: Annotated[Count | None, Meta(description="exactly this many: min = max = count")] = None
+
+    def __post_init__(self) -> None:
+        force_setattr(self, "path", _at(relative_path, self.path, "path"))
+        try:
+            re.compile(self.pattern)
+        except re.error as exc:
+            raise FieldError(f"not a regular expression: {exc}", "pattern") from None
+        _fold_count(self)
+
+    def matches(self, text: str | None) -> list[int]:
+        """The numbers of the lines of `text` that match (a missing file has none)."""
+        regex = re.compile(self.pattern)
+        return [k for k, line in enumerate((text or "").splitlines(), 1) if regex.search(line)]
+
+
+Scalar = str | int | float | bool
+
+
+class RecordRule(Table, frozen=True):
+    """How many JSON records (one object per line, JSON Lines) of a workspace file may match
+    given field values at the end: a sent email, a created ticket, an order."""
+
+    path: Annotated[NonEmpty, Meta(description="a relative path in the workspace (JSON Lines)")]
+    where: Annotated[Mapping[str, Scalar], Meta(description=(
+        'field = value: a record matches when each field has exactly that value; a dotted field '
+        '("customer.email") reaches into nested objects; empty: every record'
+    ))] = {}
+    tool: EffectTool = None
+    min: Annotated[int, Meta(ge=0, description="at least this many matching records")] = 0
+    max: Annotated[Count | None, Meta(description="at most this many (no max: no upper bound)")] = None
+    count: Annotated[Count | None, Meta(description="exactly this many: min = max = count")] = None
+
+    def __post_init__(self) -> None:
+        force_setattr(self, "path", _at(relative_path, self.path, "path"))
+        _freeze(self, "where")
+        _fold_count(self)
+
+    def matches(self, text: str | None) -> list[int]:
+        """The numbers of the lines of `text` holding a matching record; a line that is not a
+        JSON object is no record (the oracle's count says what is missing)."""
+        found = []
+        for k, line in enumerate((text or "").splitlines(), 1):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and all(_has(record, f, v) for f, v in self.where.items()):
+                found.append(k)
+        return found
+
+    def describe(self) -> str:
+        """`outbox.jsonl records with to='ana@example.com'`, for messages."""
+        where = ", ".join(f"{k}={v!r}" for k, v in self.where.items())
+        return f"{self.path} records" + (f" with {where}" if where else "")
+
+
+def _has(record: Mapping[str, Any], dotted: str, want: Scalar) -> bool:
+    """Whether the record's dotted field holds `want`, compared as JSON compares (1 is not true)."""
+    value: Any = record
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return bool(value == want and isinstance(value, bool) == isinstance(want, bool))
+
+
+CheckRef = Annotated[str, Meta(pattern=r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$", description=(
+    "module:function, imported from the scenario file's folder (then the current directory): "
+    "called with the final workspace (path -> text) and the transcript, it returns the "
+    "violations it finds, as messages"
+))]
+
+
 class Expect(Table, frozen=True):
     """The expected end state."""
 
@@ -646,9 +804,22 @@ class Expect(Table, frozen=True):
     lines: Annotated[tuple[LineRule, ...], Meta(description=(
         "line-count rules; a missing file has 0 lines"
     ))] = ()
+    patterns: Annotated[tuple[PatternRule, ...], Meta(description=(
+        "rules on the lines matching a regular expression"
+    ))] = ()
+    records: Annotated[tuple[RecordRule, ...], Meta(description=(
+        "rules on JSON-lines records matched by fields"
+    ))] = ()
+    check: CheckRef | None = None
 
     def __post_init__(self) -> None:
         force_setattr(self, "files", _paths(self.files, "files"))
+
+    @property
+    def effect_rules(self) -> tuple[PatternRule | RecordRule, ...]:
+        """The rules that name the tool making their effect: where at-most-once reads the world."""
+        rules: tuple[PatternRule | RecordRule, ...] = (*self.patterns, *self.records)
+        return tuple(r for r in rules if r.tool is not None)
 
 
 class Scenario(Table, frozen=True, kw_only=True):
@@ -693,8 +864,8 @@ class Scenario(Table, frozen=True, kw_only=True):
                 raise FieldError(f"duplicate rule name {rule.name!r}", "script", i, "name")
             for j, call in enumerate(rule.reply.tool_calls):
                 if call.tool not in enabled:
-                    raise FieldError(f"tool {call.tool.value!r} is not enabled; enabled: "
-                                     f"{', '.join(e.value for e in enabled)}",
+                    raise FieldError(f"tool {call.tool!r} is not enabled; enabled: "
+                                     f"{', '.join(enabled)}",
                                      "script", i, "reply", "tool_calls", j, "tool")
             rules.append(rule)
         force_setattr(self, "script", tuple(rules))
@@ -707,6 +878,13 @@ class Scenario(Table, frozen=True, kw_only=True):
             if dead is not None:
                 field, key, message = dead
                 raise FieldError(message, table, i, "when", field, str(key))
+        effect_tables: tuple[tuple[str, tuple[PatternRule | RecordRule, ...]], ...] = (
+            ("patterns", self.expect.patterns), ("records", self.expect.records))
+        for name, effect_rules in effect_tables:
+            for i, er in enumerate(effect_rules):
+                if er.tool is not None and er.tool not in enabled:
+                    raise FieldError(f"tool {er.tool!r} is not enabled; enabled: {', '.join(enabled)}",
+                                     "expect", name, i, "tool")
         contradiction = _unmeetable(rules, self.expect)
         if contradiction is not None:
             raise contradiction
@@ -757,13 +935,13 @@ def _unmeetable(rules: list[Rule], expect: Expect) -> FieldError | None:
     return None
 
 
-def _call_key(call: CallSpec) -> tuple[ToolName, str | None]:
+def _call_key(call: CallSpec) -> tuple[str, str | None]:
     """The tool and normalised `path` its result is keyed by, as the fake reads a history."""
     path = call.args.get("path")
-    return call.tool, str(PurePosixPath(path)) if path else None
+    return call.tool, str(PurePosixPath(path)) if isinstance(path, str) and path else None
 
 
-def _dead_key(cond: Condition, made: set[tuple[ToolName, str | None]], owner: str
+def _dead_key(cond: Condition, made: set[tuple[str, str | None]], owner: str
               ) -> tuple[str, ResultKey, str] | None:
     """The first test of `cond` on a call the script never makes, as (field, key, message).
 
@@ -778,7 +956,7 @@ def _dead_key(cond: Condition, made: set[tuple[ToolName, str | None]], owner: st
         for key, wanted in mapping.items():
             if any(tool == key.tool and key.path in (None, path) for tool, path in made):
                 continue
-            call = key.tool.value if key.path is None else f"{key.tool.value} on {key.path!r}"
+            call = key.tool if key.path is None else f"{key.tool} on {key.path!r}"
             if field == "lacks" or (field != "contains" and ResultStatus.NONE in wanted):
                 outcome = "this test always holds"
             else:

@@ -20,6 +20,7 @@ from msgspec import inspect as mi
 
 from crashmatrix.scenarios import locate
 from crashmatrix.scenarios.errors import ScenarioError
+from crashmatrix.scenarios.hooks import load_check
 from crashmatrix.scenarios.model import (
     ENUM_NOUNS,
     Boundary,
@@ -340,6 +341,14 @@ def parse_scenario(data: object, *, source: str, default_name: str, text: str | 
                        ("source",), source, text)
     filled = {"name": default_name, **data, "source": source}
     try:
-        return msgspec.convert(filled, Scenario, dec_hook=dec_hook)
+        scenario = msgspec.convert(filled, Scenario, dec_hook=dec_hook)
     except msgspec.ValidationError as exc:
         raise _error(exc, filled, source, text) from None
+    if scenario.expect.check is not None:
+        # Imported now, so a hook that cannot be found is an error in the file, not N cases.
+        try:
+            load_check(scenario.expect.check, source)
+        except Exception as exc:
+            raise _located(f"cannot load the check hook {scenario.expect.check!r}: "
+                           f"{type(exc).__name__}: {exc}", ("expect", "check"), source, text) from None
+    return scenario

@@ -10,7 +10,14 @@ from __future__ import annotations
 import json
 
 from crashmatrix.agent.messages_only import LOG
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
+from crashmatrix.harness.adapters.interface import (
+    Capability,
+    LaunchSpec,
+    PythonEntry,
+    ToolSpec,
+    python_program,
+)
+from crashmatrix.harness.adapters.tools import reference_tools
 from crashmatrix.harness.records.transcript import Message, Run, Transcript, calls_of
 
 MODULE = "crashmatrix.agent.messages_only"
@@ -38,6 +45,9 @@ class MessagesOnlyAdapter:
 
     def env(self) -> dict[str, str]:
         return {}
+
+    def declared_tools(self) -> tuple[ToolSpec, ...]:
+        return reference_tools()  # the reference agent's tools, whatever it does with them
 
     def declared_branches(self) -> tuple[str, ...]:
         return ()

@@ -10,7 +10,14 @@ from crashmatrix.agent import inbox
 from crashmatrix.agent.log import LogCorrupt, read_commits
 from crashmatrix.agent.records import commit_label
 from crashmatrix.agent.recovery import DECLARED_BRANCHES
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, PythonEntry, python_program
+from crashmatrix.harness.adapters.interface import (
+    Capability,
+    LaunchSpec,
+    PythonEntry,
+    ToolSpec,
+    python_program,
+)
+from crashmatrix.harness.adapters.tools import reference_tools
 from crashmatrix.harness.records.transcript import Message, Record, Run, ToolStart, Transcript, calls_of
 
 ENTRY = PythonEntry("crashmatrix.agent", "crashmatrix.agent.cli:main", ("crashmatrix.agent.cli",),
@@ -65,6 +72,9 @@ class DurableAgentAdapter:
 
     def declared_branches(self) -> tuple[str, ...]:
         return DECLARED_BRANCHES
+
+    def declared_tools(self) -> tuple[ToolSpec, ...]:
+        return reference_tools()
 
     def read_transcript(self, spec: LaunchSpec) -> Transcript:
         try:

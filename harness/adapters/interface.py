@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from crashmatrix.harness.records.transcript import Transcript
 
@@ -42,6 +42,33 @@ class Capability(StrEnum):
     # elsewhere. Crash cases may then start from a recorded crash state, and cases whose states
     # are byte-identical share one recovery (`run --states`).
     STATE_IN_TREE = "state-in-tree"
+
+
+class ToolPolicy(StrEnum):
+    """What re-running a tool does to the world, as the agent (or the scenario) declares it.
+
+    The scenario format's `Policy` is this vocabulary plus the reference agent's older `safe`
+    (docs/scenarios.md, "Tool policies", says how they map)."""
+
+    READ_ONLY = "read-only"  # no effect at all: re-running it is never a violation
+    IDEMPOTENT = "idempotent"  # a repeat is allowed when the world shows one effect
+    NEVER = "never"  # an effect that must not happen twice (the default for any tool)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool the agent under test has: its name, the JSON Schema of its arguments object
+    (None: not known), its replay policy where the agent knows it, and its description."""
+
+    name: str
+    parameters: Mapping[str, Any] | None = None
+    policy: ToolPolicy | None = None
+    description: str = ""
+
+
+class PreflightError(RuntimeError):
+    """The agent cannot be started at all (its adapter or its app does not load): a usage error,
+    exit 2, whose message carries the cause (a traceback, when there is one)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +137,11 @@ class Adapter(Protocol):
         """The recovery branches the agent reports (`recovery.branch` events); () if none."""
         ...
 
+    # Optional (read with getattr; `declared_tools_of` below): the agent's tools, or None when the
+    # adapter does not know them (then a scenario's tools are taken on trust). Raises
+    # PreflightError when finding them shows the agent cannot start (an app that does not import).
+    #   def declared_tools(self) -> Sequence[ToolSpec] | None: ...
+
     # Optional (read with getattr, default {}): invariant id -> why it does not apply to this
     # agent, e.g. {"intent-before-effect": "the framework records no intent before a tool runs"}.
     # Reported as not applicable with that reason, never as held, and not judged. For a promise
@@ -120,3 +152,12 @@ class Adapter(Protocol):
 def python_program(module: str) -> tuple[str, ...]:
     """`program` for a Python agent run as `python -m MODULE` by the harness's interpreter."""
     return (sys.executable, "-m", module)
+
+
+def declared_tools_of(adapter: object) -> tuple[ToolSpec, ...] | None:
+    """The tools `adapter` declares (its optional `declared_tools`), or None when it declares none."""
+    method = getattr(adapter, "declared_tools", None)
+    if method is None:
+        return None
+    tools = method()
+    return None if tools is None else tuple(tools)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from crashmatrix.harness.adapters.durable import ENTRY, DurableAgentAdapter
-from crashmatrix.harness.adapters.interface import LaunchSpec, PythonEntry, python_program
+from crashmatrix.harness.adapters.interface import LaunchSpec, PythonEntry, ToolSpec, python_program
+from crashmatrix.harness.adapters.tools import reference_tools
 from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.records.transcript import Transcript
 
@@ -40,6 +41,9 @@ class MutantAdapter:
 
     def read_transcript(self, spec: LaunchSpec) -> Transcript:
         return self._agent.read_transcript(spec)
+
+    def declared_tools(self) -> tuple[ToolSpec, ...]:
+        return reference_tools()  # the reference agent's tools, whatever it does with them
 
     def declared_branches(self) -> tuple[str, ...]:
         return self._agent.declared_branches()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from crashmatrix.harness.adapters.interface import PreflightError
 from crashmatrix.harness.adapters.requirements import unmet
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.report import load_results
@@ -109,7 +110,10 @@ def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str
         adapter = adapters[a]
         runnable = []
         for s in scenarios:
-            problems = unmet(adapter, [s])
+            try:
+                problems = unmet(adapter, [s])
+            except PreflightError as exc:  # the agent does not load: nothing of it can run
+                problems = [str(exc)]
             if problems:
                 not_run[(s.name, a)] = "; ".join(problems)
             else:

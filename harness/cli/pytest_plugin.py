@@ -239,9 +239,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         scenarios = resolve(names, dirs) if names else list(load_all(dirs).values())
     except ScenarioError as exc:
         raise pytest.UsageError(f"crashmatrix: {exc}") from None
+    from crashmatrix.harness.adapters.interface import PreflightError  # noqa: PLC0415
     from crashmatrix.harness.adapters.requirements import unmet  # noqa: PLC0415
 
-    problems = unmet(_host(config).runner_config.adapter, scenarios)
+    try:
+        problems = unmet(_host(config).runner_config.adapter, scenarios)
+    except PreflightError as exc:
+        raise pytest.UsageError(f"crashmatrix: {exc}") from None
     if problems:
         raise pytest.UsageError("crashmatrix: " + "; ".join(problems))
     collector = MatrixCollector.from_parent(session, name="crashmatrix", nodeid="crashmatrix",

@@ -20,10 +20,10 @@ import click
 from tabulate import tabulate
 
 from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.adapters.interface import Adapter, Capability
+from crashmatrix.harness.adapters.interface import Adapter, Capability, PreflightError, declared_tools_of
 from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
-from crashmatrix.harness.adapters.requirements import unmet
+from crashmatrix.harness.adapters.requirements import agent_label, misfit, unmet
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.portable import is_portable, portable_paths
 from crashmatrix.harness.cli.progress import Progress
@@ -128,9 +128,34 @@ def _is_our_run_file(path: Path) -> bool:
 
 
 def _require(adapter: Adapter, scenarios: list[Scenario]) -> None:
-    problems = unmet(adapter, scenarios)
+    """Every one of `scenarios` must fit the agent (exit 2 naming why not); loads a framework
+    app once to learn its tools (exit 2 with the traceback when it does not load)."""
+    try:
+        problems = unmet(adapter, scenarios)
+    except PreflightError as exc:
+        fail(str(exc))
     if problems:
         fail("; ".join(problems) + " (choose the scenarios it can run with --scenario)")
+
+
+def _fitting(adapter: Adapter, scenarios: list[Scenario], named: bool) -> list[Scenario]:
+    """The scenarios to run: named ones must all fit (as `_require`); of the default set, those
+    the agent can run, the others listed on stderr with why, exit 2 only when none fits."""
+    if named:
+        _require(adapter, scenarios)
+        return scenarios
+    try:
+        reasons = {s.name: misfit(adapter, s) for s in scenarios}
+    except PreflightError as exc:
+        fail(str(exc))
+    left = [s for s in scenarios if reasons[s.name]]
+    if left and len(left) == len(scenarios):
+        fail(f"agent {agent_label(adapter)!r} can run none of the scenarios: "
+             + "; ".join(r for s in left for r in reasons[s.name])
+             + " (write scenarios for its tools and load them with --scenarios DIR)")
+    for s in left:
+        click.echo(f"crashmatrix: left out {s.name}: {'; '.join(reasons[s.name])}", err=True)
+    return [s for s in scenarios if not reasons[s.name]]
 
 
 def _adapter(name: str) -> Adapter:
@@ -422,7 +447,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                        f"its [matrix] max_depth ({s.source})", err=True)
     out_dir = Path(out)
     adapter = _adapter(agent)
-    _require(adapter, scenarios)
+    scenarios = _fitting(adapter, scenarios, named=bool(names))
     selected = _faults(adapter, fault_names)
     if black_box:
         _black_box_usable(adapter, selected, depth)
@@ -497,6 +522,13 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             progress.close()
             writer.close()
         # Saved cases (--resume) ran in the run this one continues: in none of the counts.
+        for failed in matrix.baseline_failed:
+            click.echo(f"crashmatrix: {failed.scenario}: the crash-free run already fails "
+                       f"({', '.join(failed.invariants)}): without a crash it does not do the task "
+                       f"or does not end, so its crash cases were not run; fix that first "
+                       f"({failed.repro})"
+                       + "".join(f"\n  {v['invariant']}: {v['message']}" for v in failed.violations[:5]),
+                       err=True)
         shared = (None if matrix.states is None
                   else states_record(matrix.states.tally, matrix.states.settled.reused, len(saved)))
         if shared is not None:
@@ -558,10 +590,20 @@ def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> E
 @with_common
 @click.option("--cases", is_flag=True, help="Record each scenario and list its single-crash case ids.")
 @click.option("--agents", is_flag=True, help="List the registered agents: name, origin, capabilities.")
+@click.option("--tools", "tools", is_flag=True,
+              help="List the tools the --agent declares (with --agents: every registered agent's): "
+                   "name, replay policy, arguments. A framework app is loaded to find them.")
 def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
           fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, cases: bool,
-          agents: bool, black_box: bool) -> None:
-    """List scenarios (with --cases, their case ids; with --agents, the agents instead)."""
+          agents: bool, tools: bool, black_box: bool) -> None:
+    """List scenarios (with --cases, their case ids; with --agents, the agents; with --tools, tools)."""
+    if tools:
+        chosen = [(a.name, a.name) for a in list_agents()] if agents else []
+        if not agents or ":" in agent:
+            chosen.append((agent, agent))
+        for shown, ref in chosen:
+            click.echo(tools_table(shown, _adapter(ref)))
+        return
     if agents:
         rows = [(a.name, a.origin, a.value, ", ".join(a.capabilities)) for a in list_agents()]
         if ":" in agent:  # an agent named by path is listed too, so it can be checked
@@ -584,6 +626,30 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
         for s in scenarios:
             for case in _enumerate(cfg, s, selected):
                 click.echo(case.case_id)
+
+
+def tools_table(shown: str, adapter: Adapter) -> str:
+    """The agent's declared tools as a table under its name (exit 2 when its app does not load)."""
+    try:
+        declared = declared_tools_of(adapter)
+    except PreflightError as exc:
+        fail(str(exc))
+    if declared is None:
+        return (f"{shown}: declares no tools (its adapter has no `declared_tools`): scenarios' tools "
+                "are taken on trust\n")
+    rows = [(t.name, t.policy.value if t.policy else "not declared (never unless a scenario says)",
+             _arguments(t.parameters)) for t in declared]
+    return f"{shown}:\n" + tabulate(rows, headers=["tool", "policy", "arguments"]) + "\n"
+
+
+def _arguments(schema: Mapping[str, Any] | None) -> str:
+    """`path: string, line: string` from an arguments schema (required ones unmarked, others `?`)."""
+    if not schema:
+        return "unknown"
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    return ", ".join(f"{k}{'' if k in required else '?'}: {(v or {}).get('type', 'any')}"
+                     for k, v in props.items()) or "none"
 
 
 def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] | None = None) -> list[Case]:

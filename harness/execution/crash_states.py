@@ -195,7 +195,8 @@ class CrashStates:
         killed = parent.incarnations[d - 1]
         prefix = [*parent.incarnations[:d - 1], dataclasses.replace(
             killed, events=killed.events[:step.n], crashed_at=step.n, exit_code=None, settle=False,
-            timed_out=False, runaway=None, duration_ms=0.0)]
+            # Its output is not known: the parent's incarnation printed on past the kill.
+            timed_out=False, runaway=None, duration_ms=0.0, output=None)]
         case_dir = self.runner.config.work_root / case_dir_name(case)
         shutil.rmtree(case_dir, ignore_errors=True)
         restored: CaseState | None = None

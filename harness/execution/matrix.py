@@ -34,6 +34,7 @@ from crashmatrix.harness.faults.registry import faults_for
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.violation import InvariantId
 from crashmatrix.scenarios.model import Scenario
 
 OnResult = Callable[[CaseResult, int], None]  # a finished case, and the cases known so far
@@ -68,6 +69,9 @@ class Matrix:
         adapter = config.runner.adapter
         self.states = (CrashStates(self.runner, config.runner.work_root, config.jobs)
                        if config.states and CrashStates.supported(adapter.capabilities) else None)
+        # Scenarios whose crash-free run did not do its job (`_undone`): their crash cases are
+        # not run, since every one would repeat that failure and hide what a crash adds.
+        self.baseline_failed: list[CaseResult] = []
 
     def depth_of(self, scenario: str) -> int:
         """The run's --depth, capped by the scenario's `[matrix] max_depth`."""
@@ -150,7 +154,9 @@ class Matrix:
                         except CaseAborted:
                             continue
                         children: list[Case] = []
-                        if result.verdict in (Verdict.PASS, Verdict.FAIL):
+                        if case.depth == 0 and _undone(result):
+                            self.baseline_failed.append(result)
+                        elif result.verdict in (Verdict.PASS, Verdict.FAIL):
                             if case.depth == 0 and cfg.runner.blackbox:
                                 # No probe events: the recording's store calls are the points
                                 # (first incarnation only: a black-box matrix is one crash deep).
@@ -202,6 +208,18 @@ class Matrix:
             _, running = wait(pending, timeout=0.1)
             if not running:
                 return
+
+
+# A crash-free run violating one of these did not do the task or did not end: the agent does not
+# start, or the scenario does not fit it. Any other violation of a crash-free run (a promise the
+# agent's design does not keep, such as a baseline that records no intent) still leaves its crash
+# cases something to show, so they run.
+BASELINE_STOPS = frozenset({InvariantId.SCENARIO_ORACLE.value, InvariantId.LIVENESS.value})
+
+
+def _undone(result: CaseResult) -> bool:
+    """Whether a crash-free run failed in a way that makes its crash cases pointless."""
+    return result.verdict is Verdict.FAIL and bool(BASELINE_STOPS.intersection(result.invariants))
 
 
 class _StopRequest(threading.Event):

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
+from crashmatrix.harness.adapters.tools import declared_policies
 from crashmatrix.harness.execution import blackbox
 from crashmatrix.harness.execution.freeze_chain import FreezeChain
 from crashmatrix.harness.execution.fs_inject import inject_args, injected
@@ -47,8 +48,10 @@ from crashmatrix.harness.records.observation import (
     IncarnationRecord,
     Intrusion,
     Observation,
+    RawOutput,
     Request,
 )
+from crashmatrix.harness.records.output_tail import WINDOW
 from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT_S
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.harness.records.tree_image import TreeImage
@@ -268,7 +271,7 @@ class CaseRunner:
         """The spec of an incarnation in `case_dir`, before any restart policy applies (`_command`),
         and with no provider (`run` adds the case's; a fault acting on files needs none)."""
         return LaunchSpec(session=case_dir / "session", workspace=case_dir / "ws", provider_url="",
-                          tools=[t.value for t in scenario.tools.enabled], policies={},
+                          tools=list(scenario.tools.enabled), policies={},
                           resume_budget=scenario.agent.resume_budget,
                           max_retries=scenario.agent.max_retries,
                           retry_delay_s=scenario.agent.retry_delay_s,
@@ -342,10 +345,9 @@ class CaseRunner:
             injected_step, step = step, None
         elif observing:
             spawner, cover, record.observed = TracedSpawner(trace), None, True
+        log = output or case_dir / f"inc{record.index}.log"
         launch = Launch(program=adapter.program, entry=adapter.python.entry if adapter.python else None,
-                        args=args, cwd=case_dir, env=env,
-                        output=output or case_dir / f"inc{record.index}.log", coverage=cover,
-                        probes=probes)
+                        args=args, cwd=case_dir, env=env, output=log, coverage=cover, probes=probes)
         with Incarnation(launch, spawner, self.config.max_events) as inc:
             try:
                 # Most scenarios deliver nothing: then no event needs a delivery check. An
@@ -417,6 +419,9 @@ class CaseRunner:
                 record.runaway = exc.events
                 inc.kill()
         record.duration_ms = (time.monotonic() - started) * 1000
+        if output is None:  # an intruder's output is its Intrusion's (intruder.py)
+            # Read now, while the case tree exists: only the verdict says whether it is shown.
+            record.output = output_end(log)
 
     def _state_key(self, case_dir: Path, case_key: str | None) -> str:
         state = self.config.provider.state(case_key) if case_key is not None else None
@@ -573,8 +578,11 @@ def _command(adapter: Adapter, base: LaunchSpec, scenario: Scenario,
     avoid.
     """
     tools = scenario.tools
-    policies = {t.value: p.value for t, p in tools.policies_at(restart=accepted).items()}
-    overrides = {t.value: p.value for t, p in tools.overrides_at(restart=accepted).items()}
+    declared = declared_policies(adapter)
+    policies = {t: p.value for t, p in tools.policies_at(restart=accepted, declared=declared).items()}
+    # The agent is told the overrides in the reference vocabulary (safe | never): what it may
+    # re-run. The incarnation's record keeps the scenario's words, which the verifier reads.
+    overrides = {t: p.replay for t, p in tools.overrides_at(restart=accepted).items()}
     spec = dataclasses.replace(base, policies=overrides)
     args = adapter.recover_args(spec) if accepted else adapter.start_args(spec, scenario.task)
     return spec, args, policies
@@ -589,6 +597,19 @@ def _pending(scenario: Scenario, deliveries: list[Delivery]) -> bool:
 def _holds_bytes(root: Path) -> bool:
     """Whether any file under `root` holds at least one byte."""
     return any(f.is_file() and f.stat().st_size > 0 for f in root.rglob("*")) if root.is_dir() else False
+
+
+def output_end(path: Path) -> RawOutput | None:
+    """The last WINDOW bytes of an incarnation's output file; None when it cannot be read (no
+    file: nothing was spawned). One open and one short read: a passing case pays little for it."""
+    try:
+        with path.open("rb") as f:
+            skipped = max(0, os.fstat(f.fileno()).st_size - WINDOW)
+            if skipped:
+                f.seek(skipped)
+            return RawOutput(f.read(WINDOW), skipped)
+    except OSError:
+        return None
 
 
 def _count_lines(path: Path) -> int:

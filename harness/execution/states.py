@@ -213,5 +213,6 @@ class Settled:
             self.reused += 1
         record.events = list(done.events)
         record.exit_code = done.exit_code
+        record.output = done.output  # the same run, so the same words
         record.duration_ms = 0.0
         return True

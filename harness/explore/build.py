@@ -23,7 +23,6 @@ from crashmatrix.scenarios.model import (
     Policy,
     ProviderSettings,
     Scenario,
-    ToolName,
     Tools,
 )
 
@@ -47,8 +46,8 @@ def _workspace(plan: Plan) -> dict[str, str]:
 
 
 def _tools(plan: Plan) -> Tools:
-    first: dict[ToolName, Policy] = {}
-    restart: dict[ToolName, Policy] = {}
+    first: dict[str, Policy] = {}
+    restart: dict[str, Policy] = {}
     for tool, (at_start, on_restart) in plan.policies().items():
         first[tool] = at_start
         if on_restart is not at_start:

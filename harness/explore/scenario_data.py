@@ -51,7 +51,7 @@ def _reply(r: Reply) -> Data:
     if r.is_final:
         return {"final": r.text or ""}
     out: Data = {} if r.text is None else {"content": r.text}
-    out["tool_calls"] = [{"tool": c.tool.value, "args": dict(c.args)} for c in r.tool_calls]
+    out["tool_calls"] = [{"tool": c.tool, "args": dict(c.args)} for c in r.tool_calls]
     return out
 
 
@@ -96,9 +96,9 @@ def scenario_data(s: Scenario) -> Data:
         "task": s.task,
         "workspace": dict(s.workspace),
         "tools": {
-            "enabled": [t.value for t in s.tools.enabled],
-            "policies": {t.value: p.value for t, p in s.tools.policies.items()},
-            "restart_policies": {t.value: p.value for t, p in s.tools.restart_policies.items()},
+            "enabled": list(s.tools.enabled),
+            "policies": {t: p.value for t, p in s.tools.policies.items()},
+            "restart_policies": {t: p.value for t, p in s.tools.restart_policies.items()},
         },
         "agent": {"resume_budget": s.agent.resume_budget, "max_retries": s.agent.max_retries,
                   "retry_delay_s": s.agent.retry_delay_s,

@@ -13,6 +13,8 @@ test_architecture.py keeps it so), so renderers, the verifier and plugins can de
     atomic       replacing a file atomically (results.jsonl of a merge, run.json)
     evidence     a failing case's evidence for the reports, deterministic and clipped
     clip         cutting long text and long lists: one rule for records and reports
+    redact       taking the values of secret-looking environment variables out of text
+    output_tail  the last lines an incarnation printed, made fit for a failing case's result
     fs_calls     FsCall: one file-system call of an incarnation, as strace observed it
     tree_image   TreeImage: a folder's files and folders at one moment, bytes and all
 """

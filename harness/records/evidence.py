@@ -8,6 +8,7 @@ from typing import Any
 from crashmatrix.harness.records.clip import clip, head_tail
 from crashmatrix.harness.records.events import ProbeEvent
 from crashmatrix.harness.records.observation import IncarnationRecord, Intrusion, Observation, Request
+from crashmatrix.harness.records.redact import redact
 from crashmatrix.harness.records.transcript import Message, Transcript
 
 # Caps, so that one runaway case cannot make results.jsonl or the report huge. A list that is cut
@@ -39,14 +40,14 @@ HOLDER_PID = "$HOLDER_PID"
 WRITTEN = frozenset({"commit.written", "commit.after"})
 
 
-def _unstable(text: str) -> str:
+def stable(text: str) -> str:
     """`text` without what differs between two runs of one case: scratch paths and durations."""
     return _DURATION.sub(DURATION, _SCRATCH.sub(SCRATCH, text))
 
 
 def scrub(text: str) -> str:
     """`text` without scratch paths and durations, clipped to MAX_TEXT."""
-    return clip(_unstable(text), MAX_TEXT)
+    return clip(stable(text), MAX_TEXT)
 
 
 def scrubbed(value: Any) -> Any:
@@ -258,8 +259,8 @@ def _file_text(text: str | None) -> tuple[str | None, int]:
     number, not text: text would show up in a diff as a line the file never had."""
     if text is None:
         return None, 0
-    stable = _unstable(text)
-    return stable[:MAX_FILE], max(0, len(stable) - MAX_FILE)
+    kept = stable(text)
+    return kept[:MAX_FILE], max(0, len(kept) - MAX_FILE)
 
 
 def _files(obs: Observation) -> list[dict[str, Any]]:
@@ -278,9 +279,9 @@ def _files(obs: Observation) -> list[dict[str, Any]]:
 
 def _output(x: Intrusion) -> str:
     """What the intruder printed, its end, without what differs from run to run (the holder's
-    pid, which a refusal names, included)."""
+    pid, which a refusal names, included) and without secrets (records/redact.py)."""
     # Scratch paths first: the pid is part of their names too.
-    text = _unstable(x.output)
+    text = stable(redact(x.output))
     if x.holder_pid:
         text = re.sub(rf"(?<!\d){x.holder_pid}(?!\d)", HOLDER_PID, text)
     return clip(text, MAX_OUTPUT, keep_end=True)

@@ -10,6 +10,16 @@ from crashmatrix.harness.records.events import ProbeEvent
 from crashmatrix.harness.records.transcript import Transcript
 
 
+@dataclass(frozen=True)
+class RawOutput:
+    """The end of what an incarnation printed (stdout and stderr, one file), as bytes: kept for
+    every incarnation because reading it is cheap, and made readable (decoded, stripped, redacted:
+    records/output_tail.py) only for a case that did not pass, since most never need it."""
+
+    data: bytes
+    skipped: int = 0  # bytes the output had before `data`, not kept (0: `data` is all of it)
+
+
 @dataclass
 class IncarnationRecord:
     index: int  # 1-based; 1 runs the task, later ones recover
@@ -51,6 +61,9 @@ class IncarnationRecord:
     # The store calls a traced recording incarnation made (`--black-box`), `syscall:file` in the
     # order they ended, the file relative to the session directory: the black-box crash points.
     store_calls: list[str] = field(default_factory=list)
+    # The end of what it printed; None when not known (an intruder, whose output its `Intrusion`
+    # keeps, or a crash state's prefix incarnation, whose recorded run went on past the kill).
+    output: RawOutput | None = None
 
     @property
     def killed(self) -> bool:

@@ -74,6 +74,11 @@ class CaseResult:
     # results.jsonl stays small): incarnations and their events, provider requests with the
     # history sent, deliveries, the store's commits, the files that changed (records/evidence.py).
     evidence: dict[str, Any] | None = None
+    # The end of what each incarnation printed (stdout and stderr), for a case whose verdict is
+    # not `pass` (None for a pass, and in a record from before it was kept): per incarnation that
+    # printed anything, {"incarnation": N, "tail": its last lines}, secrets redacted
+    # (records/output_tail.py). An agent that cannot start says why here and nowhere else.
+    agent_output: list[dict[str, Any]] | None = None
 
     @property
     def invariants(self) -> list[str]:
@@ -157,12 +162,17 @@ def load(path: Path) -> list[CaseResult]:
 
 # Measurements, not outcomes: the same case run twice differs in them and nothing else.
 TIMING_FIELDS = frozenset({"duration_ms", "incarnation_ms"})
+# The agent's own words, not the harness's: what it prints may hold a clock time, a pid or an
+# address, which differ between two runs of one case, and no verdict rests on them.
+AGENT_WORDS_FIELDS = frozenset({"agent_output"})
 
 
 def differences(a: CaseResult, b: CaseResult) -> list[str]:
-    """The fields (other than timings) in which two records of one case differ."""
+    """The fields (other than timings and the agent's own output) in which two records of one
+    case differ."""
     da, db = a.to_json(), b.to_json()
-    return [k for k in da if k not in TIMING_FIELDS and da[k] != db.get(k)]
+    ignored = TIMING_FIELDS | AGENT_WORDS_FIELDS
+    return [k for k in da if k not in ignored and da[k] != db.get(k)]
 
 
 def merge(groups: Iterable[list[CaseResult]], names: Sequence[str] | None = None) -> list[CaseResult]:

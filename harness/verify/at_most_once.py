@@ -1,4 +1,12 @@
-"""at-most-once: a never-replay call takes effect at most once, judged from the workspace first."""
+"""at-most-once: a call takes effect at most once, judged from the world first, then from probes.
+
+The world: lines `append_note` asked for, `.witness/` lines of `bash` commands, and the effects a
+scenario's oracles name with `tool` (records, matching lines), each counted once per real change
+and charged to the calls of the tool that makes it. The probes: an `effect.before` per run of a
+tool, which catches what the world cannot show (a write of equal text), for a call whose policy
+is `never`, or `idempotent` where no oracle shows its effect (a repeat the world shows as one
+effect is what an idempotent tool promises, so there it is not a violation).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +18,11 @@ from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table_of
 from crashmatrix.harness.verify.effects import befores, site_effects_of, site_policy
 from crashmatrix.harness.verify.trace import Trace
-from crashmatrix.scenarios.model import Policy, Scenario, ToolName, count_lines
+from crashmatrix.scenarios.model import PatternRule, Policy, RecordRule, Scenario, ToolName, count_lines
 
 ID = InvariantId.AT_MOST_ONCE
 RULE = "a never-replay call may take effect at most once"
+IDEMPOTENT_RULE = "an idempotent call may run again only where the world shows it took effect once"
 # Scenarios make effects countable: a command that writes `.witness/NAME` adds one line per
 # real run, whatever the agent's probes claim.
 WITNESS_DIR = ".witness/"
@@ -23,7 +32,10 @@ def check_at_most_once(obs: Observation, scenario: Scenario) -> list[Violation]:
     table = call_table_of(Trace.of(obs))
     flagged: set[int] = set()
     out = _appended_lines(obs, table, flagged) + _witness_lines(obs, table, flagged)
-    out += _repeated_effects(obs, table, flagged)
+    seen = {rule.tool for rule in scenario.expect.effect_rules}
+    for rule in scenario.expect.effect_rules:
+        out += _world_effects(obs, table, rule, flagged)
+    out += _repeated_effects(obs, table, flagged, seen)
     return out
 
 
@@ -93,8 +105,47 @@ def _witness_lines(obs: Observation, table: CallTable, flagged: set[int]) -> lis
     return out
 
 
-def _repeated_effects(obs: Observation, table: CallTable, flagged: set[int]) -> list[Violation]:
-    """The trace's view: catches doubles the workspace cannot show (e.g. a write of equal text)."""
+def _charged(rule: PatternRule | RecordRule, site: CallSite) -> bool:
+    """Whether a call of the rule's tool may have made one of its effects: for a record rule, a
+    call whose arguments give a field of `where` another value made some other record."""
+    if isinstance(rule, PatternRule):
+        return True
+    args = site.start.args if site.start is not None and isinstance(site.start.args, dict) else site.call.args
+    if not isinstance(args, dict):
+        return True
+    return all(args[k] == v for k, v in rule.where.items() if k in args)
+
+
+def _world_effects(obs: Observation, table: CallTable, rule: PatternRule | RecordRule,
+                   flagged: set[int]) -> list[Violation]:
+    """The effects an oracle names, counted in the workspace: more new ones than calls of the
+    tool that could have made them is a call that took effect twice."""
+    assert rule.tool is not None
+    grew = len(rule.matches(obs.workspace_after.get(rule.path))) - len(
+        rule.matches(obs.workspace_before.get(rule.path)))
+    sites = [s for s in table.of_tool(rule.tool) if _charged(rule, s)]
+    if grew <= len(sites):
+        return []
+    what = (rule.describe() if isinstance(rule, RecordRule)
+            else f"{rule.path} lines matching {rule.pattern!r}")
+    lines = rule.matches(obs.workspace_after.get(rule.path))
+    shown = ", ".join(str(n) for n in lines)
+    if len(sites) == 1:
+        msg = (f"{sites[0].name} took effect {grew} times: {what} gained {grew} (now at lines "
+               f"{shown}); each call may take effect at most once")
+    else:
+        msg = (f"{what} gained {grew} (now at lines {shown}), but only {len(sites)} {rule.tool} "
+               f"call(s) could have made them ({_ids(sites)}); each call may take effect at most once")
+    flagged.update(s.index for s in sites)
+    return [Violation(ID, msg, {"path": rule.path, "tool": rule.tool, "added": grew,
+                                "allowed": len(sites), "call_ids": [s.call_id for s in sites],
+                                "file_lines": lines, "judged_from": "world"})]
+
+
+def _repeated_effects(obs: Observation, table: CallTable, flagged: set[int],
+                      seen: set[str | None]) -> list[Violation]:
+    """The trace's view: catches doubles the workspace cannot show (e.g. a write of equal text).
+    `seen`: the tools whose effects an oracle shows in the world."""
     trace = Trace.of(obs)
     effects = site_effects_of(trace)  # of the same table: both are the judged transcript's
     out: list[Violation] = []
@@ -103,11 +154,21 @@ def _repeated_effects(obs: Observation, table: CallTable, flagged: set[int]) -> 
         if len(ran) <= 1 or s.index in flagged:
             continue
         recorded_never = s.start is not None and s.start.replay == Policy.NEVER
-        registered_never = site_policy(s, trace, ran[0].inc) == Policy.NEVER
-        if not (recorded_never or registered_never):
+        registered = site_policy(s, trace, ran[0].inc)
+        registered_never = registered == Policy.NEVER
+        # An idempotent tool may run again; whether it took effect again is the world's to say,
+        # so with no oracle showing its effect a repeat is judged from the probes, and says so.
+        unseen_idempotent = registered == Policy.IDEMPOTENT and s.tool not in seen
+        if not (recorded_never or registered_never or unseen_idempotent):
             continue
         shown = ", ".join(e.text for e in ran)
-        out.append(Violation(ID, f"{s.name} took effect {len(ran)} times ({shown}); {RULE}", {
+        alone = ("" if s.tool in seen or s.tool == ToolName.APPEND_NOTE else
+                 f" (judged from effect probes alone: no oracle of the scenario shows what "
+                 f"{s.tool} changes in the world; name it with `tool` in an expect.records or "
+                 "expect.patterns rule)")
+        rule = IDEMPOTENT_RULE if unseen_idempotent and not (recorded_never or registered_never) else RULE
+        out.append(Violation(ID, f"{s.name} took effect {len(ran)} times ({shown}); {rule}{alone}", {
             "call_id": s.call_id, "tool": s.tool, "events": [e.ref for e in ran],
-            "replay": s.start.replay if s.start else None}))
+            "replay": s.start.replay if s.start else None, "registered": registered,
+            "judged_from": "probes"}))
     return out

@@ -1,11 +1,12 @@
-"""scenario-oracle: the end state the scenario expects: outcome, final answer, files and lines."""
+"""scenario-oracle: the end state the scenario expects: outcome, answer, files, lines, records, hook."""
 
 from __future__ import annotations
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation, short
 from crashmatrix.harness.verify.trace import Trace
-from crashmatrix.scenarios.model import LineRule, Role, Scenario, count_lines
+from crashmatrix.scenarios.hooks import load_check
+from crashmatrix.scenarios.model import LineRule, PatternRule, RecordRule, Role, Scenario, count_lines
 
 ID = InvariantId.SCENARIO_ORACLE
 
@@ -22,9 +23,40 @@ def check_scenario_oracle(obs: Observation, scenario: Scenario) -> list[Violatio
                     else f"differs from the expected content{_first_diff(got, want)}")
             out.append(Violation(ID, f"{path} {what}", {"path": path, "expected": want, "actual": got}))
     trace = Trace.of(obs)
-    for rule in expect.lines:
-        out += _line_rule(obs, trace, rule)
+    for line_rule in expect.lines:
+        out += _line_rule(obs, trace, line_rule)
+    counted: tuple[PatternRule | RecordRule, ...] = (*expect.patterns, *expect.records)
+    for rule in counted:
+        out += _counted_rule(obs, rule)
+    if expect.check is not None:
+        out += _check_hook(obs, scenario, expect.check)
     return out
+
+
+def _counted_rule(obs: Observation, rule: PatternRule | RecordRule) -> list[Violation]:
+    found = rule.matches(obs.workspace_after.get(rule.path))
+    if len(found) >= rule.min and (rule.max is None or len(found) <= rule.max):
+        return []
+    what = (rule.describe() if isinstance(rule, RecordRule)
+            else f"{rule.path} lines matching {rule.pattern!r}")
+    bounds = (f"exactly {rule.min}" if rule.min == rule.max
+              else f"at least {rule.min}" + ("" if rule.max is None else f" and at most {rule.max}"))
+    missing = " (the file is missing)" if rule.path not in obs.workspace_after else ""
+    return [Violation(ID, (
+        f"{what}: {len(found)} (lines {', '.join(map(str, found)) or 'none'}){missing}; the scenario "
+        f"expects {bounds}"), {
+        "path": rule.path, "count": len(found), "file_lines": found, "min": rule.min, "max": rule.max})]
+
+
+def _check_hook(obs: Observation, scenario: Scenario, ref: str) -> list[Violation]:
+    """The scenario's own check: its messages are violations; a hook that raises is said to."""
+    try:
+        found = [str(m) for m in load_check(ref, scenario.source)(obs.workspace_after, obs.transcript)]
+    except Exception as exc:
+        return [Violation(ID, f"the check hook {ref} raised {type(exc).__name__}: {exc} (the hook "
+                              "failed, so the end state could not be judged by it)",
+                          {"hook": ref, "raised": type(exc).__name__})]
+    return [Violation(ID, f"{ref}: {message}", {"hook": ref}) for message in found]
 
 
 def _outcome_and_answer(obs: Observation, scenario: Scenario) -> list[Violation]:

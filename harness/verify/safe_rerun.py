@@ -1,4 +1,5 @@
-"""safe-rerun: only a call recorded safe, whose tool is registered safe now, may be run again."""
+"""safe-rerun: only a call recorded safe whose tool is registered safe now (or a tool declared
+read-only or idempotent, by an agent that recorded no policy) may be run again."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from crashmatrix.scenarios.model import Policy, Scenario
 
 ID = InvariantId.SAFE_RERUN
 RERUN = "rerun"
+RERUNNABLE = (Policy.READ_ONLY, Policy.IDEMPOTENT)
 
 
 def check_safe_rerun(obs: Observation, scenario: Scenario) -> list[Violation]:
@@ -31,6 +33,11 @@ def check_safe_rerun(obs: Observation, scenario: Scenario) -> list[Violation]:
             registered = site_policy(site, trace, inc)
             if recorded == Policy.SAFE and registered == Policy.SAFE:
                 continue
+            # A tool declared read-only or idempotent may be run again by an agent that records
+            # no replay policy of its own (a framework's), or recorded it re-runnable: what a
+            # repeat did to the world is at-most-once's question.
+            if registered in RERUNNABLE and recorded in (None, Policy.SAFE):
+                continue
             shown = [e for e in events if e.inc == inc]
             where = f" ({', '.join(e.text for e in shown)})" if shown else ""
             why = []
@@ -41,7 +48,8 @@ def check_safe_rerun(obs: Observation, scenario: Scenario) -> list[Violation]:
                 why.append(f"inc{inc} registered {site.tool}={registered or 'nothing'}")
             out.append(Violation(ID, (
                 f"{site.name} was re-run by inc{inc}{where}, but {' and '.join(why)}; only a call "
-                "recorded safe whose tool is registered safe now may be re-run"), {
+                "recorded safe whose tool is registered safe now, or one of a tool declared "
+                "read-only or idempotent, may be re-run"), {
                 "call_id": site.call_id, "tool": site.tool, "incarnation": inc,
                 "events": [e.ref for e in shown], "replay": recorded, "registered": registered,
                 "rerun_result_seqs": sorted(s for s, i in marked.items() if i == inc)}))

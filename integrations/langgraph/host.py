@@ -4,6 +4,7 @@
         run SESSION WORKSPACE PROVIDER_URL TASK
     python -m crashmatrix.integrations.langgraph.host [--app MODULE:ATTR] [--path DIR]...
         recover SESSION WORKSPACE PROVIDER_URL
+    python -m crashmatrix.integrations.langgraph.host [--app MODULE:ATTR] [--path DIR]... describe
 
 `--app` names the user's graph factory (`--path` directories are put first on `sys.path` to find
 it). The factory is called with the checkpointer if it takes an argument, else with none; it
@@ -16,8 +17,14 @@ The graph runs with the workspace as its current directory and `OPENAI_BASE_URL`
 the provider, tracing to LangSmith off and a placeholder API key (a hosted run must reach
 nothing but the harness's fake provider).
 
-Exit codes: 0 the invocation returned, 1 it raised (the run failed), 2 usage, 3 the harness closed
-the probe channel.
+`describe` loads and builds the app as `run` does, but with an in-memory checkpointer, in a
+scratch directory and with `OPENAI_BASE_URL` at an address where nothing listens, and prints
+its tools (`tools.graph_tools`) as one line of JSON: `{"tools": [{"name", "parameters",
+"description"}, ...]}`. The adapter runs it before a run, to know the tools and to report an app
+that does not load.
+
+Exit codes: 0 the invocation returned (describe: the tools were printed), 1 it raised (the run
+failed; describe: the app did not load), 2 usage, 3 the harness closed the probe channel.
 """
 
 from __future__ import annotations
@@ -32,11 +39,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from crashmatrix.integrations.hosting import host_args, host_parser, import_app
+from crashmatrix.integrations.hosting import describe, host_args, host_parser, import_app
 from crashmatrix.integrations.langgraph import seams, store
 from crashmatrix.integrations.langgraph.settings import APP_ENV, DEFAULT_APP, QUIET_ENV
+from crashmatrix.integrations.langgraph.tools import graph_tools
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,7 +61,7 @@ def load_factory(ref: str, paths: list[str]) -> Any:
     return factory
 
 
-def build_graph(factory: Any, saver: SqliteSaver) -> Any:
+def build_graph(factory: Any, saver: BaseCheckpointSaver[Any]) -> Any:
     """The user's graph, compiled with (or given) the session's checkpointer."""
     try:
         takes_arg = bool(inspect.signature(factory).parameters)
@@ -77,10 +87,18 @@ def thread_id(session: Path, command: str) -> str | None:
     return made
 
 
+def describe_app(ref: str, paths: list[str]) -> int:
+    """The `describe` command: the app's tools as JSON on stdout (exit 1 if it does not load).
+    No session: the checkpointer is in memory, so building the graph writes nothing."""
+    return describe(lambda: graph_tools(build_graph(load_factory(ref, paths), InMemorySaver())))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = host_args(_parser(), argv, QUIET_ENV)
     if isinstance(args, int):
         return args
+    if args.command == "describe":
+        return describe_app(args.app, [*args.path, os.getcwd()])
     session, workspace = args.session, args.workspace
     tid = thread_id(session, args.command)
     if tid is None:

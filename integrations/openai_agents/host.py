@@ -4,6 +4,7 @@
         run SESSION WORKSPACE PROVIDER_URL TASK
     python -m crashmatrix.integrations.openai_agents.host [--app MODULE:ATTR] [--path DIR]...
         recover SESSION WORKSPACE PROVIDER_URL
+    python -m crashmatrix.integrations.openai_agents.host [--app MODULE:ATTR] [--path DIR]... describe
 
 `--app` names the user's agent factory (`--path` directories are put first on `sys.path` to find
 it): a callable returning an `Agent`, or an `Agent` itself. The agent runs as an SDK user runs
@@ -28,8 +29,14 @@ placeholder API key and `OPENAI_BASE_URL` pointing at the provider: a hosted run
 nothing but the harness's fake provider. The agent runs with the workspace as its current
 directory.
 
-Exit codes: 0 the run returned (or recover found nothing to do), 1 it raised (the run failed), or
-recover found no input in the session, 2 usage, 3 the harness closed the probe channel.
+`describe` loads the agent as `run` does, in a scratch directory and with `OPENAI_BASE_URL` at an
+address where nothing listens, and prints its tools (`tools.agent_tools`) as one line of JSON:
+`{"tools": [{"name", "parameters", "description"}, ...]}`. The adapter runs it before a run, to
+know the tools and to report an app that does not load.
+
+Exit codes: 0 the run returned (or recover found nothing to do; describe: the tools were printed),
+1 it raised (the run failed; describe: the app did not load), or recover found no input in the
+session, 2 usage, 3 the harness closed the probe channel.
 """
 
 from __future__ import annotations
@@ -46,9 +53,10 @@ from typing import Any, ParamSpec, TypeVar
 from agents import Agent, RunConfig, Runner, SQLiteSession, set_trace_processors, set_tracing_disabled
 from agents.models.multi_provider import MultiProvider
 
-from crashmatrix.integrations.hosting import host_args, host_parser, import_app
+from crashmatrix.integrations.hosting import describe, host_args, host_parser, import_app
 from crashmatrix.integrations.openai_agents import seams, store
 from crashmatrix.integrations.openai_agents.settings import APP_ENV, DEFAULT_APP, QUIET_ENV
+from crashmatrix.integrations.openai_agents.tools import agent_tools
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -107,8 +115,11 @@ def main(argv: list[str] | None = None) -> int:
     args = host_args(_parser(), argv, QUIET_ENV)
     if isinstance(args, int):
         return args
-    session_dir, workspace = args.session, args.workspace
     quiet()
+    if args.command == "describe":
+        paths = [*args.path, os.getcwd()]
+        return describe(lambda: agent_tools(load_agent(args.app, paths)))
+    session_dir, workspace = args.session, args.workspace
     existing = store.read_items(session_dir)
     task: str | None = args.task
     if args.command == "recover":

@@ -108,3 +108,21 @@ def test_line_coverage_is_the_same_forked_from_the_zygote_as_in_fresh_interprete
     assert measured["fork"], "nothing measured"
     assert any(path.endswith("recovery.py") for path in measured["fork"])
     assert measured["fork"] == measured["fresh"]
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "builtin-verdicts.json"
+
+
+def test_every_builtin_gives_the_case_ids_and_verdicts_recorded_before_tools_by_name(
+        builtin_run: tuple[Path, subprocess.CompletedProcess[str]]) -> None:
+    # Recorded by the code before scenarios could name any tool (issue 30): the same cases, each
+    # with the same verdict, violated and exercised invariants and not-applicable list.
+    out, _ = builtin_run
+    got = {}
+    for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        got[r["case"]] = [r["verdict"], sorted({v["invariant"] for v in r["violations"]}),
+                          r["exercised"], r["not_applicable"]]
+    want = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    assert sorted(got) == sorted(want)
+    assert {c: v for c, v in got.items() if v != want[c]} == {}

@@ -66,7 +66,9 @@ def test_hostile_values_in_results_are_escaped_everywhere() -> None:
                       violations=[{"invariant": HOSTILE, "message": IMG, "evidence": {"x": HOSTILE}}])
     with_evidence = make(Case("changelog", (step(12),)), Verdict.FAIL, evidence=_hostile_evidence(),
                          violations=[{"invariant": "at-most-once", "message": IMG,
-                                      "evidence": {"events": [HOSTILE], "call_ids": [IMG]}}])
+                                      "evidence": {"events": [HOSTILE], "call_ids": [IMG]}}],
+                         agent_output=[{"incarnation": 2, "tail": f"{HOSTILE}\n{IMG}"},
+                                       {"incarnation": IMG, "tail": HOSTILE}, IMG])
     lines = LineCoverageRecord(percent=1.0, html=IMG, recoveries=HOSTILE)  # type: ignore[arg-type]
     page = html.render([trace_only, with_evidence], DECLARED, None, lines)
     assert len(_scripts(page)) == 1, "our script only"

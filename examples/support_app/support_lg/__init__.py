@@ -1,0 +1,1 @@
+"""A customer-support agent on LangGraph: looks up an order, emails the customer."""

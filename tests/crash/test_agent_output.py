@@ -1,0 +1,102 @@
+"""An agent that cannot start says why on its stderr: the last lines reach results.jsonl, summary.md,
+report.html and `repro`, with the values of secret-looking variables redacted everywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.crash
+CLI = [sys.executable, "-m", "crashmatrix"]
+SECRET = "sk-test-1234567890"
+MARKER = "[redacted $OPENAI_API_KEY]"
+MESSAGE = "loudagent: cannot start: no module named 'nosuchmod'"
+
+# The agent's program: prints its configuration (the key with it, as careless start-up code does)
+# and why it stops, in colour, then exits 1 before any probe: nothing else shows why it failed.
+AGENT = f'''
+import os, sys
+print("config: model=gpt-test key=" + os.environ["OPENAI_API_KEY"])
+sys.stdout.flush()
+print("\\x1b[31m{MESSAGE}\\x1b[0m (key " + os.environ["OPENAI_API_KEY"] + ")", file=sys.stderr)
+sys.exit(1)
+'''
+# Its adapter: a command line, no store reader, nothing but kills (as examples/toy_agent's).
+ADAPTER = '''
+import sys
+from pathlib import Path
+
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec
+
+
+class LoudAdapter:
+    name = "loud"
+    program = (sys.executable, "-m", "loudagent.agent")
+    python = None
+    capabilities = frozenset({Capability.KILL})
+
+    def start_args(self, spec: LaunchSpec, task: str) -> list[str]:
+        return ["run", str(spec.session), str(spec.workspace), spec.provider_url]
+
+    def recover_args(self, spec: LaunchSpec) -> list[str]:
+        return ["recover", str(spec.session), str(spec.workspace), spec.provider_url]
+
+    def env(self) -> dict[str, str]:
+        return {"PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+    def declared_branches(self) -> tuple[str, ...]:
+        return ()
+
+
+AGENT = LoudAdapter()
+'''
+
+
+def crashmatrix(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENAI_API_KEY": SECRET}
+    return subprocess.run([*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+def test_a_failing_agents_last_words_are_shown_redacted_everywhere(tmp_path: Path) -> None:
+    pkg = tmp_path / "loudagent"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "agent.py").write_text(AGENT)
+    (pkg / "adapter.py").write_text(ADAPTER)
+    out = tmp_path / "out"
+    agent = ["--agent", "loudagent.adapter:AGENT"]
+    proc = crashmatrix("run", *agent, "--scenario", "changelog-fast", "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert SECRET not in proc.stdout + proc.stderr
+
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert records
+    assert all(r["verdict"] != "pass" for r in records)
+    for r in records:
+        first = r["agent_output"][0]
+        assert first["incarnation"] == 1
+        # stdout and stderr, colour codes out, the key redacted in both.
+        assert first["tail"] == f"config: model=gpt-test key={MARKER}\n{MESSAGE} (key {MARKER})"
+
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    page = (out / "report.html").read_text(encoding="utf-8")
+    for text in (summary, page):
+        assert MESSAGE.replace("'", "&#x27;") in text or MESSAGE in text
+        assert MARKER in text
+    assert '<details class="output">' in page
+    for name in ("results.jsonl", "summary.md", "report.html", "junit.xml", "run.json"):
+        if (out / name).exists():
+            assert SECRET not in (out / name).read_text(encoding="utf-8"), name
+
+    case = records[0]["case"]
+    shown = crashmatrix("repro", case, *agent, cwd=tmp_path)
+    assert shown.returncode == 1, shown.stdout[-2000:] + shown.stderr[-2000:]
+    assert "-- agent output (inc1, last lines; stdout and stderr)" in shown.stdout
+    assert f"   | {MESSAGE} (key {MARKER})" in shown.stdout
+    assert SECRET not in shown.stdout + shown.stderr

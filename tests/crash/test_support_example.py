@@ -1,0 +1,82 @@
+"""The support example (examples/support_app) under the crash matrix: the verdicts match what its
+outbox really holds, case by case, counted here from each kept case's workspace."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crashmatrix.harness.execution.runner import case_dir_name
+from crashmatrix.harness.records.case import Case
+
+pytestmark = pytest.mark.crash
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "support_app"
+ADDRESS, SUBJECT = "ana@example.com", "Your refund"
+
+
+def matrix(agent: str, out: Path) -> dict[str, tuple[dict[str, object], int]]:
+    """Each case's result and the refund emails its outbox holds at the end."""
+    proc = subprocess.run([sys.executable, "-m", "crashmatrix", "run", "--agent", agent, "--scenarios",
+                           "scenarios", "--scenario", "refund", "--keep", "--out", str(out)],
+                          cwd=EXAMPLE, capture_output=True, text=True, timeout=900, check=False,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    found = {}
+    for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        result = json.loads(line)
+        outbox = out / "cases" / case_dir_name(Case.parse(result["case"])) / "ws" / "outbox.jsonl"
+        records = [json.loads(r) for r in outbox.read_text(encoding="utf-8").splitlines()] \
+            if outbox.exists() else []
+        found[result["case"]] = (result, sum(1 for r in records
+                                             if r["to"] == ADDRESS and r["subject"] == SUBJECT))
+    return found
+
+
+def invariants(result: dict[str, object]) -> set[str]:
+    violations = result["violations"]
+    assert isinstance(violations, list)
+    return {v["invariant"] for v in violations}
+
+
+def reran_lookup(result: dict[str, object]) -> bool:
+    """Whether an incarnation after the first ran lookup_order (a re-run after the crash)."""
+    trace = result["trace"]
+    assert isinstance(trace, list)
+    return any("effect.before:lookup_order" in events for events in trace[1:])
+
+
+def test_broken_langgraph_is_flagged_on_exactly_the_cases_that_sent_twice(tmp_path: Path) -> None:
+    found = matrix("langgraph:support_lg.broken:build", tmp_path)
+    twice = {case for case, (_, emails) in found.items() if emails == 2}
+    flagged = {case for case, (result, _) in found.items() if "at-most-once" in invariants(result)}
+    assert flagged == twice == {"refund/35:effect.after:send_email/kill",
+                                "refund/36:commit.before:writes.tools/kill"}
+    assert all(emails in (1, 2) for _, emails in found.values())
+    # LangGraph re-ran the read-only lookup after some crashes: no violation for it.
+    reran = [case for case, (result, _) in found.items() if reran_lookup(result)]
+    assert reran, "no case re-ran lookup_order: the read-only check was not exercised"
+    assert all(found[case][0]["verdict"] == "pass" for case in reran), reran
+
+
+def test_fixed_langgraph_holds_on_every_case_with_one_email_each(tmp_path: Path) -> None:
+    found = matrix("langgraph:support_lg.fixed:build", tmp_path)
+    assert len(found) > 40
+    assert {case: r["verdict"] for case, (r, _) in found.items() if r["verdict"] != "pass"} == {}
+    assert {emails for _, emails in found.values()} == {1}
+    assert any(reran_lookup(r) for r, _ in found.values())
+
+
+def test_the_agents_sdk_double_send_is_flagged_where_the_outbox_holds_two(tmp_path: Path) -> None:
+    found = matrix("openai-agents:support_agents.broken:build", tmp_path)
+    twice = {case for case, (_, emails) in found.items() if emails == 2}
+    flagged = {case for case, (result, _) in found.items() if "at-most-once" in invariants(result)}
+    assert flagged == twice
+    assert twice == {"refund/14:effect.after:send_email/kill",
+                     "refund/15:commit.before:call.send_email,result.send_email/kill"}
+    fixed = matrix("openai-agents:support_agents.fixed:build", tmp_path / "fixed")
+    assert {emails for _, emails in fixed.values()} == {1}
+    assert not any("at-most-once" in invariants(r) for r, _ in fixed.values())

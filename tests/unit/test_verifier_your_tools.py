@@ -1,0 +1,182 @@
+"""The verdict on a user's own tools: effects counted in the world, policies for any tool, and the
+oracles for real records (JSON-lines fields, line patterns, a Python check hook)."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from crashmatrix.harness.records.violation import InvariantId
+from crashmatrix.harness.verify import verify
+from crashmatrix.scenarios import ScenarioError, load_file
+from crashmatrix.scenarios.schema import parse_scenario
+from tests.support.framework_case import REFUND, outbox, refund_case, refund_scenario
+
+Id = InvariantId
+
+
+def ids(obs_and_scenario: tuple[object, ...]) -> set[InvariantId]:
+    obs, scenario = obs_and_scenario
+    return {v.invariant for v in verify(obs, scenario)}  # type: ignore[arg-type]
+
+
+def test_an_idempotent_tool_rerun_that_sent_once_holds() -> None:
+    # The fixed send_email: run twice across a crash, one record in the outbox.
+    assert ids((refund_case(emails_sent=2, records=1), refund_scenario())) == set()
+
+
+def test_an_idempotent_tool_that_really_sent_twice_is_at_most_once() -> None:
+    violations = verify(refund_case(emails_sent=2, records=2), refund_scenario())
+    (v,) = [v for v in violations if v.invariant is Id.AT_MOST_ONCE]
+    assert "call call_1 (send_email) took effect 2 times" in v.message
+    assert v.evidence["judged_from"] == "world"
+    assert v.evidence["file_lines"] == [1, 2]
+    assert Id.SAFE_RERUN not in {v.invariant for v in violations}  # re-running it was allowed
+
+
+def test_two_records_from_one_stored_call_are_flagged_even_when_the_probes_saw_one_run() -> None:
+    # The Agents SDK case: the crashed run's call was never saved, so the store holds one call,
+    # yet the world holds two emails. The world decides.
+    assert Id.AT_MOST_ONCE in ids((refund_case(emails_sent=1, records=2), refund_scenario()))
+
+
+def test_records_to_someone_else_are_not_charged_to_this_call() -> None:
+    obs = refund_case(emails_sent=1, records=1)
+    obs.workspace_after["outbox.jsonl"] += outbox(1, to="bob@example.com")
+    assert ids((obs, refund_scenario())) == set()
+
+
+def test_a_read_only_tool_rerun_is_no_violation_but_a_never_one_is() -> None:
+    assert ids((refund_case(emails_sent=1, records=1, lookups=2), refund_scenario())) == set()
+    never = {"lookup_order": "never", "send_email": "idempotent"}
+    found = ids((refund_case(emails_sent=1, records=1, lookups=2, policies=never), refund_scenario()))
+    assert {Id.SAFE_RERUN, Id.AT_MOST_ONCE} <= found
+
+
+def test_a_never_tool_repeated_is_flagged_from_the_probes_even_when_the_world_shows_one() -> None:
+    never = {"lookup_order": "read-only", "send_email": "never"}
+    violations = verify(refund_case(emails_sent=2, records=1, policies=never), refund_scenario("never"))
+    assert {Id.AT_MOST_ONCE, Id.SAFE_RERUN} <= {v.invariant for v in violations}
+
+
+def test_an_idempotent_repeat_no_oracle_shows_is_judged_from_probes_and_says_so() -> None:
+    violations = verify(refund_case(emails_sent=2, records=1), refund_scenario(expect=""))
+    (v,) = [v for v in violations if v.invariant is Id.AT_MOST_ONCE]
+    assert "judged from effect probes alone" in v.message
+    assert v.evidence["judged_from"] == "probes"
+
+
+# -- oracles for real records -----------------------------------------------------------------
+
+def test_the_json_record_oracle_fails_when_the_world_is_wrong_and_passes_when_right() -> None:
+    scenario = refund_scenario()
+    right = refund_case(emails_sent=1, records=1)
+    assert ids((right, scenario)) == set()
+    for wrong in ("", outbox(1, subject="Hello"), "not json\n", outbox(1, to=True)):
+        obs = refund_case(emails_sent=1, records=0)
+        obs.workspace_after["outbox.jsonl"] = wrong
+        violations = [v for v in verify(obs, scenario) if v.invariant is Id.SCENARIO_ORACLE]
+        assert len(violations) == 1, wrong
+        assert "outbox.jsonl records with to='ana@example.com'" in violations[0].message
+        assert "expects exactly 1" in violations[0].message
+
+
+def test_a_record_field_is_reached_by_a_dotted_name_and_compared_as_json() -> None:
+    expect = """
+[[expect.records]]
+path = "orders.jsonl"
+where = { "customer.email" = "ana@example.com", paid = true }
+count = 1
+"""
+    scenario = refund_scenario(expect=expect)
+    rule = scenario.expect.records[0]
+    text = ('{"customer": {"email": "ana@example.com"}, "paid": true}\n'
+            '{"customer": {"email": "ana@example.com"}, "paid": 1}\n'
+            '{"customer": "ana@example.com", "paid": true}\n')
+    assert rule.matches(text) == [1]
+
+
+def test_the_pattern_oracle_counts_matching_lines() -> None:
+    expect = """
+[[expect.patterns]]
+path = "outbox.jsonl"
+pattern = '"to": "ana@example\\.com"'
+tool = "send_email"
+max = 1
+min = 1
+"""
+    scenario = refund_scenario(expect=expect)
+    assert ids((refund_case(emails_sent=1, records=1), scenario)) == set()
+    found = ids((refund_case(emails_sent=2, records=2), scenario))
+    assert {Id.SCENARIO_ORACLE, Id.AT_MOST_ONCE} <= found
+
+
+HOOK = '''
+def check(workspace, transcript):
+    lines = (workspace.get("outbox.jsonl") or "").splitlines()
+    if len(lines) != 1:
+        yield f"expected one email in outbox.jsonl, found {len(lines)}"
+    if not any(m.role == "assistant" and not m.calls for m in transcript.messages):
+        yield "no final answer"
+
+def boom(workspace, transcript):
+    raise RuntimeError("hook bug")
+'''
+
+
+def _hooked(tmp_path: Path, ref: str) -> object:
+    (tmp_path / "support_checks.py").write_text(HOOK, encoding="utf-8")
+    source = tmp_path / "refund.toml"
+    text = REFUND % {"policy": "idempotent", "expect": f'[expect]\ncheck = "{ref}"'}
+    source.write_text(text, encoding="utf-8")
+    return load_file(source)
+
+
+def test_the_check_hook_fails_when_the_world_is_wrong_and_passes_when_right(tmp_path: Path) -> None:
+    scenario = _hooked(tmp_path, "support_checks:check")
+    assert ids((refund_case(emails_sent=1, records=1), scenario)) == set()
+    violations = verify(refund_case(emails_sent=2, records=2), scenario)  # type: ignore[arg-type]
+    oracle = [v.message for v in violations if v.invariant is Id.SCENARIO_ORACLE]
+    assert oracle == ["support_checks:check: expected one email in outbox.jsonl, found 2"]
+
+
+def test_a_check_hook_that_raises_says_the_hook_failed(tmp_path: Path) -> None:
+    scenario = _hooked(tmp_path, "support_checks:boom")
+    (v,) = [v for v in verify(refund_case(emails_sent=1, records=1), scenario)  # type: ignore[arg-type]
+            if v.invariant is Id.SCENARIO_ORACLE]
+    assert "raised RuntimeError: hook bug" in v.message
+
+
+@pytest.mark.parametrize(("expect", "field", "says"), [
+    ('[expect]\ncheck = "support_checks:nope"', "expect.check", "has no attribute 'nope'"),
+    ('[expect]\ncheck = "no_such_module_x:check"', "expect.check", "No module named 'no_such_module_x'"),
+    ('[[expect.patterns]]\npath = "a"\npattern = "(unclosed"\ncount = 1', "expect.patterns[0].pattern",
+     "not a regular expression"),
+    ('[[expect.records]]\npath = "a"\ntool = "fax"\ncount = 1', "expect.records[0].tool",
+     "tool 'fax' is not enabled"),
+    ('[[expect.records]]\npath = "a"', "expect.records[0]", "expected 'count', or 'min'"),
+])
+def test_a_wrong_oracle_is_a_scenario_error_naming_file_line_and_field(
+        tmp_path: Path, expect: str, field: str, says: str) -> None:
+    (tmp_path / "support_checks.py").write_text(HOOK, encoding="utf-8")
+    source = tmp_path / "refund.toml"
+    text = REFUND % {"policy": "idempotent", "expect": expect}
+    source.write_text(text, encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_file(source)
+    err = info.value
+    assert err.field == field, err
+    assert says in err.message, err
+    assert err.path == str(source)
+    assert err.line is not None
+    assert text.splitlines()[err.line - 1].split("=")[0].strip("[] ").split(".")[-1] in field
+
+
+def test_tomllib_round_trip_of_the_refund_scenario() -> None:
+    # The shared text is valid TOML, so a failure above is the oracle's, not the fixture's.
+    assert tomllib.loads(REFUND % {"policy": "never", "expect": ""})["tools"]["enabled"] == [
+        "lookup_order", "send_email"]
+    assert parse_scenario(tomllib.loads(REFUND % {"policy": "never", "expect": ""}), source="x",
+                          default_name="x").tools.policies["send_email"].value == "never"
