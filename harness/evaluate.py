@@ -30,7 +30,7 @@ from crashmatrix.scenarios.model import Scenario
 def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_AGENT,
                   max_events: int | None = None, *, fsync: bool = False,
                   timeout_s: float | None = None, fsync_default: bool = False,
-                  blackbox: bool = False) -> str:
+                  blackbox: bool = False, run_dir: str | None = None) -> str:
     """The one-line command that re-runs a case, naming every option that changes its verdict
     and is not the default: the agent, fsync, and the bounds a case hit (`max_events`: the step
     bound it was killed at; `timeout_s`: the deadline it ran out). `scenario_dirs` as the command
@@ -48,11 +48,25 @@ def repro_command(case_id: str, scenario_dirs: list[str], agent: str = DEFAULT_A
         extra += f" --timeout {timeout_s:g}"
     if blackbox and not Case.parse(case_id).blackbox:  # a black-box step's id says so itself
         extra += " --black-box"
-    return f"crashmatrix repro {shlex.quote(case_id)}{extra}"
+    # An agent found from the directory the run was started in (its app, its adapter) is found
+    # again only there: the line goes there first, from the repository's root (portable.py).
+    cd = f"cd {shlex.quote(run_dir)} && " if run_dir else ""
+    return f"{cd}crashmatrix repro {shlex.quote(case_id)}{extra}"
+
+
+def policies_of(obs: Observation) -> dict[str, str] | None:
+    """The registered policies of the first incarnation, and where a recovery's differ, that too."""
+    if not obs.incarnations:
+        return None
+    first = obs.incarnations[0].policies
+    restart = next((i.policies for i in obs.incarnations if i.command == "recover"), first)
+    return {tool: policy if restart.get(tool, policy) == policy else f"{policy}, restart {restart[tool]}"
+            for tool, policy in first.items()}
 
 
 def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
              scenario_dirs: list[str], duration_ms: float, timeout_s: float | None = None,
+             run_dir: str | None = None,
              env: Mapping[str, str] = os.environ) -> CaseResult:
     """The case's result. `env`: the environment whose secret values are redacted from what the
     agent printed (records/redact.py); the agent inherited the harness's."""
@@ -113,7 +127,7 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
             # The deadline only where it decided something: a case that ran out of it.
             fsync=fsync, timeout_s=timeout_s if any(i.timed_out for i in obs.incarnations) else None,
             # On by default for a power loss (`observed`) and in black-box mode (syncs are points).
-            fsync_default=observed or not obs.probes, blackbox=not obs.probes),
+            fsync_default=observed or not obs.probes, blackbox=not obs.probes, run_dir=run_dir),
         note=None if note is None else scrubbed(note),
         not_applicable=[n.to_json() for n in judgement.not_applicable] if judgement else [],
         exercised=[str(i) for i in judgement.exercised] if judgement else None,
@@ -121,6 +135,7 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         scenario_error=(scrubbed(mistake.to_json()) if mistake is not None and verdict in
                         (Verdict.SCENARIO_ERROR, Verdict.FAIL) else None),
         evidence=None if verdict is Verdict.PASS else evidence(obs),
+        policies=policies_of(obs),
         # Decoded and redacted only here, for a case that did not pass: a pass never needs it.
         agent_output=None if verdict is Verdict.PASS else agent_output(obs, env),
     )

@@ -13,6 +13,7 @@ from crashmatrix.reports.groups import FailureGroup
 from crashmatrix.reports.html_base import e
 from crashmatrix.reports.html_grid import scenario_anchor
 from crashmatrix.reports.html_groups import scenarios_of
+from crashmatrix.reports.policies import policy_lines
 
 
 def index(results: Sequence[CaseResult], found: Sequence[FailureGroup]) -> list[str]:
@@ -35,6 +36,10 @@ def index(results: Sequence[CaseResult], found: Sequence[FailureGroup]) -> list[
                    f'<td class="n">{violated}</td><td class="n">{other}</td>'
                    f'<td class="n">{distinct}</td></tr>')
     out.append("</tbody></table>")
+    policies = policy_lines(results)
+    if policies:
+        out.append('<p id="policies">Tool policies in force: '
+                   + "; ".join(f"<code>{e(line)}</code>" for line in policies) + "</p>")
     return out
 
 

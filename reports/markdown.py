@@ -15,6 +15,7 @@ from crashmatrix.reports.agent_output import Tail, telling
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 from crashmatrix.reports.facts import branch_facts, scenario_states, settles_reused
 from crashmatrix.reports.groups import distinct_failures
+from crashmatrix.reports.policies import policy_lines
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
 # `run` and `report` may both append to the same step's summary.
@@ -184,6 +185,10 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
             *_scenario_table(results), ""]
     na = not_applicable(results)
     tail = ["", *_coverage_table(results, declared), ""]
+    policies = policy_lines(results)
+    if policies:
+        tail += ["**Tool policies in force** (docs/scenarios.md, \"Tool policies\"):", "",
+                 *(f"- {_clip(line)}" for line in policies), ""]
     if lines is not None:
         tail += [_line_coverage(lines, linked), ""]
     if states is not None:

@@ -13,6 +13,7 @@ from crashmatrix.harness.records.results import CaseResult, Verdict, not_applica
 from crashmatrix.harness.records.run_record import Completeness
 from crashmatrix.reports import cause
 from crashmatrix.reports.facts import BranchFacts, RunFacts
+from crashmatrix.reports.policies import policy_lines
 
 # The table's columns after `cases`, in order (scenario errors last: the columns before them
 # read as they always did).
@@ -145,6 +146,9 @@ def render(results: list[CaseResult], out: str | None = None,
     """`completeness`: said last, where a reader of a long run's output looks first. `facts`:
     what was proved, after the failures (it names the results file, so `out` is then not said)."""
     parts = [summary_table(results)]
+    policies = policy_lines(results)
+    if policies:
+        parts.append("tool policies in force:\n" + "\n".join(f"  {line}" for line in policies))
     if unjudged(results):
         parts.append(unjudged(results))
     bad = failures(results)

@@ -43,8 +43,32 @@ def portable_path(path: str | Path, cwd: Path | None = None) -> str:
     return str(path)
 
 
-def portable_paths(paths: list[str] | tuple[str, ...], cwd: Path | None = None) -> list[str]:
-    return [portable_path(p, cwd) for p in paths]
+def portable_paths(paths: list[str] | tuple[str, ...], cwd: Path | None = None, *,
+                   from_here: bool = False) -> list[str]:
+    """Each of `paths` as `portable_path` prints it; `from_here`: relative to the current directory
+    instead (for a command that runs there: `run_dir`)."""
+    if not from_here:
+        return [portable_path(p, cwd) for p in paths]
+    here = (cwd or Path.cwd()).absolute()
+    return [os.path.relpath(os.path.normpath(here / p), here) for p in paths]
+
+
+def found_from_here(agent: str) -> bool:
+    """Whether an `--agent` value is imported from the current directory: an adapter named by its
+    import path (`pkg.mod:ATTR`) or a framework app of one's own (`langgraph:pkg.graph:build`); a
+    registered name or a catalogued mutant is found from anywhere."""
+    return ":" in agent and not agent.startswith("mutant:")
+
+
+def run_dir(cwd: Path | None = None) -> str | None:
+    """The current directory relative to the root of the repository holding it, when it is inside
+    one and is not its root: where a repro line must `cd` for an agent found from here (a clone's
+    root is where a reader of a CI log stands). None elsewhere."""
+    here = (cwd or Path.cwd()).absolute()
+    root = repository_root(here)
+    if root is None or root == here:
+        return None
+    return here.relative_to(root).as_posix()
 
 
 def is_portable(printed: str) -> bool:

@@ -25,7 +25,7 @@ from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
 from crashmatrix.harness.adapters.requirements import agent_label, misfit, unmet
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.cli.portable import is_portable, portable_paths
+from crashmatrix.harness.cli.portable import found_from_here, is_portable, portable_paths, run_dir
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
     coverage_failures,
@@ -353,10 +353,11 @@ class _Resumed(Matrix):
         return saved if saved is not None else super().run_case(case)
 
 
-def _printed_dirs(dirs: tuple[str, ...]) -> list[str]:
-    """The --scenarios folders as repro lines will print them; said once if one cannot be named
-    without this machine's absolute path (outside the repository and the current directory)."""
-    printed = portable_paths(dirs)
+def _printed_dirs(dirs: tuple[str, ...], where: str | None = None) -> list[str]:
+    """The --scenarios folders as repro lines will print them (relative to `where`, the run's
+    directory, when the lines `cd` there first); said once if one cannot be named without this
+    machine's absolute path (outside the repository and the current directory)."""
+    printed = portable_paths(dirs, from_here=where is not None)
     for shown in printed:
         if not is_portable(shown):
             click.echo(f"crashmatrix: note: --scenarios {shown} lies outside the repository and the "
@@ -448,6 +449,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     out_dir = Path(out)
     adapter = _adapter(agent)
     scenarios = _fitting(adapter, scenarios, named=bool(names))
+    where = run_dir() if found_from_here(agent) else None
     selected = _faults(adapter, fault_names)
     if black_box:
         _black_box_usable(adapter, selected, depth)
@@ -505,7 +507,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                         coverage_dir=coverage_dir, resolved=adapter,
                         max_events=max_events, blackbox=black_box) as runner_config:
         config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
-                              jobs=jobs, shard=shard_spec, scenario_dirs=_printed_dirs(dirs),
+                              jobs=jobs, shard=shard_spec, scenario_dirs=_printed_dirs(dirs, where),
+                              run_dir=where,
                               faults=selected, states=states, audit_states=audit_states)
         matrix = _Resumed(config, saved) if saved else Matrix(config)
         try:

@@ -49,6 +49,7 @@ class MatrixConfig:
     jobs: int = 2
     shard: tuple[int, int] | None = None
     scenario_dirs: list[str] = field(default_factory=list)
+    run_dir: str | None = None  # where repro lines `cd` first, from the repository root (portable.py)
     faults: tuple[str, ...] | None = None  # the kinds selected (--fault); None: the default set
     states: bool = False  # --states: crash cases start from recorded crash states (crash_states.py)
     audit_states: float = 0.0  # --audit-states: the share of those re-run as real kills, compared
@@ -111,7 +112,7 @@ class Matrix:
     def _evaluate(self, obs: Observation, scenario: Scenario, started: float) -> CaseResult:
         return evaluate(obs, scenario, fsync=self.config.runner.fsync,
                         agent=self.config.runner.agent,
-                        scenario_dirs=self.config.scenario_dirs,
+                        scenario_dirs=self.config.scenario_dirs, run_dir=self.config.run_dir,
                         duration_ms=(time.monotonic() - started) * 1000,
                         timeout_s=self.config.runner.case_timeout_s)
 

@@ -74,6 +74,10 @@ class CaseResult:
     # results.jsonl stays small): incarnations and their events, provider requests with the
     # history sent, deliveries, the store's commits, the files that changed (records/evidence.py).
     evidence: dict[str, Any] | None = None
+    # The replay policy of each tool the scenario enables, as the harness registered it for the
+    # case's first incarnation, with `, restart P` where recoveries had another: what safe-rerun
+    # and at-most-once judged against, printed in every summary. None: a record from before.
+    policies: dict[str, str] | None = None
     # The end of what each incarnation printed (stdout and stderr), for a case whose verdict is
     # not `pass` (None for a pass, and in a record from before it was kept): per incarnation that
     # printed anything, {"incarnation": N, "tail": its last lines}, secrets redacted

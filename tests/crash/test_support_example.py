@@ -56,6 +56,15 @@ def test_broken_langgraph_is_flagged_on_exactly_the_cases_that_sent_twice(tmp_pa
     assert flagged == twice == {"refund/35:effect.after:send_email/kill",
                                 "refund/36:commit.before:writes.tools/kill"}
     assert all(emails in (1, 2) for _, emails in found.values())
+    # Its repro line, run as printed from the repository's root, shows the double send again.
+    line = found["refund/35:effect.after:send_email/kill"][0]["repro"]
+    assert isinstance(line, str)
+    assert line.startswith("cd examples/support_app && crashmatrix repro ")
+    command = line.replace("crashmatrix", f"{sys.executable} -m crashmatrix", 1)
+    repro = subprocess.run(["/bin/sh", "-c", command], cwd=EXAMPLE.parents[1], capture_output=True,
+                           text=True, timeout=300, check=False, stdin=subprocess.DEVNULL)
+    assert repro.returncode == 1, repro.stderr[-2000:]
+    assert "at-most-once: call call_1 (send_email) took effect 2 times" in repro.stdout
     # LangGraph re-ran the read-only lookup after some crashes: no violation for it.
     reran = [case for case, (result, _) in found.items() if reran_lookup(result)]
     assert reran, "no case re-ran lookup_order: the read-only check was not exercised"

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from crashmatrix.harness.cli.portable import is_portable, portable_path, repository_root
+from crashmatrix.harness.cli.portable import (
+    found_from_here,
+    is_portable,
+    portable_path,
+    portable_paths,
+    repository_root,
+    run_dir,
+)
+from crashmatrix.harness.evaluate import repro_command
 
 
 def _repo(root: Path, marker_is_file: bool = False) -> Path:
@@ -68,3 +76,25 @@ def test_the_repository_the_command_runs_in_names_a_nested_one(tmp_path: Path) -
 def test_a_path_outside_every_root_is_said_not_to_be_portable(tmp_path: Path) -> None:
     assert is_portable("checks/scenarios")
     assert not is_portable(str(tmp_path / "elsewhere"))
+
+
+def test_an_agent_found_from_a_subdirectory_has_its_repro_line_go_there_first(tmp_path: Path) -> None:
+    # `crashmatrix run --agent langgraph:support_lg.broken:build` works only where support_lg
+    # imports: the repro line `cd`s there from the root, and names scenario folders from there.
+    root = _repo(tmp_path / "repo")
+    app = root / "examples" / "support_app"
+    (app / "scenarios").mkdir(parents=True)
+    assert run_dir(app) == "examples/support_app"
+    assert run_dir(root) is None
+    assert portable_paths(["scenarios", str(app / "scenarios")], app, from_here=True) == ["scenarios"] * 2
+    line = repro_command("refund/35:effect.after:send_email/kill", ["scenarios"],
+                         "langgraph:support_lg.broken:build", run_dir="examples/support_app")
+    assert line == ("cd examples/support_app && crashmatrix repro refund/35:effect.after:send_email/kill "
+                    "--scenarios scenarios --agent langgraph:support_lg.broken:build")
+
+
+@pytest.mark.parametrize(("agent", "here"), [
+    ("langgraph:support_lg.fixed:build", True), ("toyagent.adapter:AGENT", True),
+    ("langgraph", False), ("durable-agent", False), ("mutant:rerun-never", False)])
+def test_which_agents_are_found_from_the_current_directory(agent: str, here: bool) -> None:
+    assert found_from_here(agent) is here
