@@ -1,7 +1,15 @@
 """Scenarios as data: the TOML format, its schema and loader, and the built-in scenarios."""
 
 from crashmatrix.scenarios.errors import ScenarioError
-from crashmatrix.scenarios.loader import builtin_dir, load_all, load_builtin, load_dir, load_file, resolve
+from crashmatrix.scenarios.loader import (
+    builtin_dir,
+    is_builtin,
+    load_all,
+    load_builtin,
+    load_dir,
+    load_file,
+    resolve,
+)
 from crashmatrix.scenarios.model import (
     AgentSettings,
     Boundary,
@@ -54,6 +62,7 @@ __all__ = [
     "Tools",
     "builtin_dir",
     "count_lines",
+    "is_builtin",
     "load_all",
     "load_builtin",
     "load_dir",

@@ -60,6 +60,11 @@ def load_dir(path: str | Path) -> dict[str, Scenario]:
     return found
 
 
+def is_builtin(scenario: Scenario) -> bool:
+    """Whether the scenario is one of the built-ins (shipped with crashmatrix, not the user's)."""
+    return Path(scenario.source).resolve().parent == builtin_dir().resolve()
+
+
 def load_builtin() -> dict[str, Scenario]:
     return load_dir(builtin_dir())
 

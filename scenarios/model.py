@@ -110,11 +110,13 @@ DEFAULT_POLICIES: Mapping[str, Policy] = MappingProxyType({
 
 
 def default_policy(tool: str, declared: Mapping[str, Policy] | None = None) -> Policy:
-    """A tool's policy when the scenario sets none: the reference default for the reference
-    tools, else what the agent declares, else never."""
-    if tool in DEFAULT_POLICIES:
-        return DEFAULT_POLICIES[tool]
-    return (declared or {}).get(tool, Policy.NEVER)
+    """A tool's policy when the scenario sets none: what the agent's adapter declares for it; for
+    an agent that declares no policies at all (`declared` None or empty), the reference agent's
+    default for a reference tool's name; else never. (A framework app's own `read` is not our
+    agent's: it gets no `safe` it never asked for.)"""
+    if declared:
+        return declared.get(tool, Policy.NEVER)
+    return DEFAULT_POLICIES.get(tool, Policy.NEVER)
 
 
 class Outcome(StrEnum):
@@ -283,8 +285,6 @@ class ResultKey(_StringValue):
         tool = tool_name(tool_text)
         if not sep:
             return cls(tool)
-        if tool in TOOL_ARGS and "path" not in TOOL_ARGS[ToolName(tool)]:
-            raise FieldError(f"tool {tool!r} has no path argument, so {text!r} cannot name a path")
         return cls(tool, relative_path(path))
 
     def __str__(self) -> str:
@@ -378,27 +378,32 @@ class CallSpec(Table, frozen=True):
         "the tool to call, by the name the agent under test gives it; it must be enabled in [tools]"
     ))]
     args: Annotated[Mapping[str, Any], Meta(description=(
-        "the call's arguments, a JSON object; the reference tools take exactly their string "
-        "arguments: read path; append_note path, line; write path, content; edit path, old, new; "
-        "bash command; stop_run reason"
+        "the call's arguments, a JSON object, checked against the schema of the agent's tool "
+        "when the matrix starts (our reference agent: read path; append_note path, line; write "
+        "path, content; edit path, old, new; bash command; stop_run reason, all strings)"
     ))]
 
     def __post_init__(self) -> None:
         _freeze(self, "args")
-        if self.tool not in TOOL_ARGS:
-            return  # another agent's tool: checked against the tools the agent declares, at run
-        want = TOOL_ARGS[ToolName(self.tool)]
-        takes = f"{self.tool} takes {', '.join(want)}"
+        # The agent is not known yet: the schema of its tool is checked when the matrix starts
+        # (harness/adapters/tools.py). What no JSON can carry is refused here.
         for k, v in self.args.items():
-            if not isinstance(v, str):
-                raise FieldError(f"expected a string (the reference tool {self.tool} takes string "
-                                 "arguments)", "args", k)
-        for k in self.args:
-            if k not in want:
-                raise FieldError(f"unknown argument {k!r}; {takes}", "args")
-        for k in want:
-            if k not in self.args:
-                raise FieldError(f"missing argument {k!r}; {takes}", "args")
+            problem = _not_json(v)
+            if problem is not None:
+                raise FieldError(problem, "args", k)
+
+
+def _not_json(value: Any) -> str | None:
+    """Why `value` (from TOML) is no JSON value: dates and times have no JSON form."""
+    if isinstance(value, str | bool | int | float) or value is None:
+        if isinstance(value, float) and value != value:  # noqa: PLR0124 - NaN is not equal to itself
+            return "nan is not a JSON number"
+        return None
+    if isinstance(value, list | tuple):
+        return next((p for p in map(_not_json, value) if p is not None), None)
+    if isinstance(value, Mapping):
+        return next((p for p in map(_not_json, value.values()) if p is not None), None)
+    return f"a TOML {type(value).__name__} has no JSON form; write it as a string"
 
 
 def _check_template(text: str | None, at: str) -> None:
@@ -753,6 +758,13 @@ class RecordRule(Table, frozen=True):
     def __post_init__(self) -> None:
         force_setattr(self, "path", _at(relative_path, self.path, "path"))
         _freeze(self, "where")
+        for field, value in self.where.items():
+            if not field or "" in field.split("."):
+                raise FieldError(f"{field!r} is not a field name (a dotted name has no empty part)",
+                                 "where", field)
+            problem = _not_json(value)
+            if problem is not None:
+                raise FieldError(problem, "where", field)
         _fold_count(self)
 
     def matches(self, text: str | None) -> list[int]:
@@ -885,6 +897,17 @@ class Scenario(Table, frozen=True, kw_only=True):
                 if er.tool is not None and er.tool not in enabled:
                     raise FieldError(f"tool {er.tool!r} is not enabled; enabled: {', '.join(enabled)}",
                                      "expect", name, i, "tool")
+        named = {r.tool for r in self.expect.effect_rules}
+        for table in ("policies", "restart_policies"):
+            for tool, policy in getattr(self.tools, table).items():
+                if policy is Policy.IDEMPOTENT and tool not in named:
+                    # A promise only the world can check: with nothing naming where the effect
+                    # shows, every repeat would be judged from probes and fail.
+                    raise FieldError(
+                        f"tool {tool!r} is declared idempotent, but no expect.records or "
+                        f"expect.patterns rule names it (tool = {tool!r}), so whether a repeat took "
+                        "effect once cannot be judged; name where its effect shows, or declare it "
+                        "read-only or never", "tools", table, tool)
         contradiction = _unmeetable(rules, self.expect)
         if contradiction is not None:
             raise contradiction

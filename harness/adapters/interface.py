@@ -53,6 +53,8 @@ class ToolPolicy(StrEnum):
     READ_ONLY = "read-only"  # no effect at all: re-running it is never a violation
     IDEMPOTENT = "idempotent"  # a repeat is allowed when the world shows one effect
     NEVER = "never"  # an effect that must not happen twice (the default for any tool)
+    # The reference agent's own word: a call it recorded safe may be re-run (its `read`).
+    SAFE = "safe"
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def misfit(adapter: Adapter, scenario: Scenario) -> list[str]:
         what = " and ".join(w for w, items in (("inputs", scenario.inputs), ("cancels", scenario.cancels))
                             if items)
         out.append(f"scenario {scenario.name!r} delivers {what} while the agent runs, but agent "
-                   f"{adapter.name!r} declares no {Capability.INBOX.value!r} capability "
+                   f"{agent_label(adapter)!r} declares no {Capability.INBOX.value!r} capability "
                    f"(a durable inbox the harness can deliver to)")
     tools = declared_tools_of(adapter)
     if tools is not None:

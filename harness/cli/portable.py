@@ -50,7 +50,14 @@ def portable_paths(paths: list[str] | tuple[str, ...], cwd: Path | None = None, 
     if not from_here:
         return [portable_path(p, cwd) for p in paths]
     here = (cwd or Path.cwd()).absolute()
-    return [os.path.relpath(os.path.normpath(here / p), here) for p in paths]
+    root = repository_root(here) or here
+    out = []
+    for p in paths:
+        absolute = Path(os.path.normpath(here / p))
+        # Outside the repository no relative path names it on another clone: kept absolute, so
+        # `is_portable` says so.
+        out.append(os.path.relpath(absolute, here) if absolute.is_relative_to(root) else str(absolute))
+    return out
 
 
 def found_from_here(agent: str) -> bool:

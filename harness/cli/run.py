@@ -89,7 +89,7 @@ from crashmatrix.reports.facts import run_facts
 from crashmatrix.reports.terminal import render as render_summary
 from crashmatrix.reports.timeline import render as render_timeline
 from crashmatrix.reports.write import ReportFile, write_reports
-from crashmatrix.scenarios import ScenarioError, load_all, resolve
+from crashmatrix.scenarios import ScenarioError, is_builtin, load_all, resolve
 from crashmatrix.scenarios.model import Scenario
 
 DEFAULT_OUT = "crashmatrix-out"
@@ -135,27 +135,31 @@ def _require(adapter: Adapter, scenarios: list[Scenario]) -> None:
     except PreflightError as exc:
         fail(str(exc))
     if problems:
-        fail("; ".join(problems) + " (choose the scenarios it can run with --scenario)")
+        fail("; ".join(problems))
 
 
 def _fitting(adapter: Adapter, scenarios: list[Scenario], named: bool) -> list[Scenario]:
-    """The scenarios to run: named ones must all fit (as `_require`); of the default set, those
-    the agent can run, the others listed on stderr with why, exit 2 only when none fits."""
-    if named:
-        _require(adapter, scenarios)
-        return scenarios
+    """The scenarios to run. Named ones, and those of the user's own `--scenarios` folders, must
+    all fit (as `_require`: exit 2 naming why not); of the built-ins run by default, those the
+    agent can run, the others listed on stderr with why, exit 2 only when none fits."""
+    own = [s for s in scenarios if named or not is_builtin(s)]
+    _require(adapter, own)
+    builtin = [s for s in scenarios if s not in own]
     try:
-        reasons = {s.name: misfit(adapter, s) for s in scenarios}
+        reasons = {s.name: misfit(adapter, s) for s in builtin}
     except PreflightError as exc:
         fail(str(exc))
-    left = [s for s in scenarios if reasons[s.name]]
+    left = [s for s in builtin if reasons[s.name]]
     if left and len(left) == len(scenarios):
         fail(f"agent {agent_label(adapter)!r} can run none of the scenarios: "
              + "; ".join(r for s in left for r in reasons[s.name])
              + " (write scenarios for its tools and load them with --scenarios DIR)")
+    if left:
+        click.echo(f"crashmatrix: left out {len(left)} built-in scenario(s) agent "
+                   f"{agent_label(adapter)!r} cannot run:", err=True)
     for s in left:
-        click.echo(f"crashmatrix: left out {s.name}: {'; '.join(reasons[s.name])}", err=True)
-    return [s for s in scenarios if not reasons[s.name]]
+        click.echo(f"  {s.name}: {'; '.join(reasons[s.name])}", err=True)
+    return [s for s in scenarios if s not in left]
 
 
 def _adapter(name: str) -> Adapter:

@@ -32,9 +32,10 @@ def check_at_most_once(obs: Observation, scenario: Scenario) -> list[Violation]:
     table = call_table_of(Trace.of(obs))
     flagged: set[int] = set()
     out = _appended_lines(obs, table, flagged) + _witness_lines(obs, table, flagged)
-    seen = {rule.tool for rule in scenario.expect.effect_rules}
+    # The calls whose effects the world shows one by one: each is alone in what a rule charges.
+    seen: set[int] = set()
     for rule in scenario.expect.effect_rules:
-        out += _world_effects(obs, table, rule, flagged)
+        out += _world_effects(obs, table, rule, flagged, seen)
     out += _repeated_effects(obs, table, flagged, seen)
     return out
 
@@ -105,27 +106,38 @@ def _witness_lines(obs: Observation, table: CallTable, flagged: set[int]) -> lis
     return out
 
 
-def _charged(rule: PatternRule | RecordRule, site: CallSite) -> bool:
-    """Whether a call of the rule's tool may have made one of its effects: for a record rule, a
-    call whose arguments give a field of `where` another value made some other record."""
-    if isinstance(rule, PatternRule):
-        return True
+def _contradicts(rule: RecordRule, site: CallSite) -> bool:
+    """Whether the call's arguments give a field of `where` another value (it made some other
+    record: an email to Bob is no email to Ana)."""
     args = site.start.args if site.start is not None and isinstance(site.start.args, dict) else site.call.args
-    if not isinstance(args, dict):
-        return True
-    return all(args[k] == v for k, v in rule.where.items() if k in args)
+    return isinstance(args, dict) and any(k in args and args[k] != v for k, v in rule.where.items())
+
+
+def charged(rule: PatternRule | RecordRule, table: CallTable) -> list[CallSite]:
+    """The calls of the rule's tool that may have made its effects: for a record rule, those whose
+    arguments do not contradict `where`; when every call contradicts it (a tool that rewrites
+    what it is given, `Ana@Example.com` stored lower-cased), all of them, as for a pattern rule:
+    the world then cannot tell the calls apart."""
+    assert rule.tool is not None
+    sites = table.of_tool(rule.tool)
+    if isinstance(rule, RecordRule):
+        return [s for s in sites if not _contradicts(rule, s)] or sites
+    return sites
 
 
 def _world_effects(obs: Observation, table: CallTable, rule: PatternRule | RecordRule,
-                   flagged: set[int]) -> list[Violation]:
+                   flagged: set[int], seen: set[int]) -> list[Violation]:
     """The effects an oracle names, counted in the workspace: more new ones than calls of the
-    tool that could have made them is a call that took effect twice."""
+    tool that could have made them is a call that took effect twice. A rule charged to one call
+    shows that call's effects alone (`seen`): its repeat needs no probe to be judged."""
     assert rule.tool is not None
     grew = len(rule.matches(obs.workspace_after.get(rule.path))) - len(
         rule.matches(obs.workspace_before.get(rule.path)))
-    sites = [s for s in table.of_tool(rule.tool) if _charged(rule, s)]
-    if grew <= len(sites):
-        return []
+    sites = charged(rule, table)
+    if len(sites) == 1:
+        seen.add(sites[0].index)
+    if grew <= len(sites) or (sites and all(s.index in flagged for s in sites)):
+        return []  # as many effects as calls, or already reported by another view of the world
     what = (rule.describe() if isinstance(rule, RecordRule)
             else f"{rule.path} lines matching {rule.pattern!r}")
     lines = rule.matches(obs.workspace_after.get(rule.path))
@@ -143,9 +155,9 @@ def _world_effects(obs: Observation, table: CallTable, rule: PatternRule | Recor
 
 
 def _repeated_effects(obs: Observation, table: CallTable, flagged: set[int],
-                      seen: set[str | None]) -> list[Violation]:
+                      seen: set[int]) -> list[Violation]:
     """The trace's view: catches doubles the workspace cannot show (e.g. a write of equal text).
-    `seen`: the tools whose effects an oracle shows in the world."""
+    `seen`: the calls whose own effects an oracle shows in the world."""
     trace = Trace.of(obs)
     effects = site_effects_of(trace)  # of the same table: both are the judged transcript's
     out: list[Violation] = []
@@ -158,14 +170,14 @@ def _repeated_effects(obs: Observation, table: CallTable, flagged: set[int],
         registered_never = registered == Policy.NEVER
         # An idempotent tool may run again; whether it took effect again is the world's to say,
         # so with no oracle showing its effect a repeat is judged from the probes, and says so.
-        unseen_idempotent = registered == Policy.IDEMPOTENT and s.tool not in seen
+        unseen_idempotent = registered == Policy.IDEMPOTENT and s.index not in seen
         if not (recorded_never or registered_never or unseen_idempotent):
             continue
         shown = ", ".join(e.text for e in ran)
-        alone = ("" if s.tool in seen or s.tool == ToolName.APPEND_NOTE else
-                 f" (judged from effect probes alone: no oracle of the scenario shows what "
-                 f"{s.tool} changes in the world; name it with `tool` in an expect.records or "
-                 "expect.patterns rule)")
+        alone = ("" if s.index in seen or s.tool == ToolName.APPEND_NOTE else
+                 f" (judged from effect probes alone: no oracle of the scenario shows this call's "
+                 f"own effect in the world; name what {s.tool} changes with `tool` in an "
+                 "expect.records rule whose `where` tells its calls apart)")
         rule = IDEMPOTENT_RULE if unseen_idempotent and not (recorded_never or registered_never) else RULE
         out.append(Violation(ID, f"{s.name} took effect {len(ran)} times ({shown}); {rule}{alone}", {
             "call_id": s.call_id, "tool": s.tool, "events": [e.ref for e in ran],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation, short
 from crashmatrix.harness.verify.trace import Trace
-from crashmatrix.scenarios.hooks import load_check
+from crashmatrix.scenarios.hooks import HookFailed, run_check
 from crashmatrix.scenarios.model import LineRule, PatternRule, RecordRule, Role, Scenario, count_lines
 
 ID = InvariantId.SCENARIO_ORACLE
@@ -49,13 +49,12 @@ def _counted_rule(obs: Observation, rule: PatternRule | RecordRule) -> list[Viol
 
 
 def _check_hook(obs: Observation, scenario: Scenario, ref: str) -> list[Violation]:
-    """The scenario's own check: its messages are violations; a hook that raises is said to."""
+    """The scenario's own check: its messages are violations; a hook that fails is said to."""
     try:
-        found = [str(m) for m in load_check(ref, scenario.source)(obs.workspace_after, obs.transcript)]
-    except Exception as exc:
-        return [Violation(ID, f"the check hook {ref} raised {type(exc).__name__}: {exc} (the hook "
-                              "failed, so the end state could not be judged by it)",
-                          {"hook": ref, "raised": type(exc).__name__})]
+        found = run_check(ref, scenario.source, obs.workspace_after, obs.transcript)
+    except HookFailed as exc:
+        return [Violation(ID, f"the check hook {ref} {exc} (the hook failed, so the end state "
+                              "could not be judged by it)", {"hook": ref, "failed": str(exc)})]
     return [Violation(ID, f"{ref}: {message}", {"hook": ref}) for message in found]
 
 

@@ -98,3 +98,14 @@ def test_an_agent_found_from_a_subdirectory_has_its_repro_line_go_there_first(tm
     ("langgraph", False), ("durable-agent", False), ("mutant:rerun-never", False)])
 def test_which_agents_are_found_from_the_current_directory(agent: str, here: bool) -> None:
     assert found_from_here(agent) is here
+
+
+def test_a_folder_outside_the_repository_stays_absolute_when_lines_go_to_a_subdirectory(
+        tmp_path: Path) -> None:
+    root = _repo(tmp_path / "repo")
+    app = root / "app"
+    app.mkdir()
+    outside = tmp_path / "elsewhere"
+    (printed,) = portable_paths([str(outside)], app, from_here=True)
+    assert printed == str(outside)
+    assert not is_portable(printed)

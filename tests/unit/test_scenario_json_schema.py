@@ -16,6 +16,8 @@ from crashmatrix.scenarios.jsonschema import scenario_json_schema
 from crashmatrix.scenarios.schema import parse_scenario
 
 BUILTINS = sorted(builtin_dir().glob("*.toml"))
+# Scenarios for tools of a user's own (any name, JSON arguments, records and patterns oracles).
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*/scenarios/*.toml"))
 Data = dict[str, Any]
 
 
@@ -47,8 +49,8 @@ def test_every_table_is_closed_to_unknown_keys() -> None:
         assert table["additionalProperties"] is False, table.get("title")
 
 
-@pytest.mark.parametrize("path", BUILTINS, ids=lambda p: p.stem)
-def test_every_builtin_validates(path: Path) -> None:
+@pytest.mark.parametrize("path", BUILTINS + EXAMPLES, ids=lambda p: p.stem)
+def test_every_builtin_and_example_validates(path: Path) -> None:
     validator().validate(tomllib.loads(path.read_text(encoding="utf-8")))
 
 
@@ -83,6 +85,13 @@ REFUSED = [
     ("negative max_retries", _set("agent", value={"max_retries": -1})),
     ("zero provider timeout", _set("agent", value={"provider_timeout_s": 0})),
     ("not a tool name", _set("tools", "enabled", value=["read", "rm -rf"])),
+    ("unknown policy", _set("tools", "policies", value={"read": "maybe"})),
+    ("record field of a non-scalar value", _set("expect", "records", value=[
+        {"path": "o.jsonl", "where": {"to": ["a"]}, "count": 1}])),
+    ("record rule with an unknown key", _set("expect", "records", value=[
+        {"path": "o.jsonl", "wher": {}, "count": 1}])),
+    ("pattern rule without a pattern", _set("expect", "patterns", value=[{"path": "o", "count": 1}])),
+    ("check hook that is not module:function", _set("expect", "check", value="just-a-name")),
     ("no tools", _set("tools", "enabled", value=[])),
     ("unknown status", _set("script", 1, "when", value={"last_turn": {"bash": "fine"}})),
     ("empty status array", _set("script", 1, "when", value={"last_turn": {"bash": []}})),

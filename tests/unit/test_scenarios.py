@@ -116,7 +116,9 @@ def test_any_tool_name_loads_and_a_malformed_one_is_refused(tmp_path: Path) -> N
     ok.write_text('task = "t"\n[tools]\nenabled = ["send_email"]\npolicies = { send_email = "idempotent" }\n'
                   '[[script]]\nwhen.results = { send_email = "none" }\n'
                   'reply.tool_calls = [{ tool = "send_email", args = { to = "a@b.c", n = 2 } }]\n'
-                  '[[script]]\nreply.final = "done"\n', encoding="utf-8")
+                  '[[script]]\nreply.final = "done"\n'
+                  '[[expect.records]]\npath = "outbox.jsonl"\ntool = "send_email"\ncount = 1\n',
+                  encoding="utf-8")
     s = load_file(ok)
     assert s.script[0].reply.tool_calls[0].args == {"to": "a@b.c", "n": 2}
     assert s.tools.policies_at(restart=False) == {"send_email": Policy.IDEMPOTENT}
@@ -126,12 +128,22 @@ def test_any_tool_name_loads_and_a_malformed_one_is_refused(tmp_path: Path) -> N
     assert "does not match" in err.message or "tool name" in err.message, err.message
 
 
-def test_bad_tool_call_args_name_the_dotted_path(tmp_path: Path) -> None:
+def test_tool_call_args_are_checked_against_the_agents_schema_with_file_line_and_field(
+        tmp_path: Path) -> None:
+    # Loading knows no agent: the reference agent's schema is applied when the matrix starts.
+    from crashmatrix.harness.adapters.tools import reference_tools, tool_misfit  # noqa: PLC0415
+
     text = MINIMAL.replace('reply.final = "done"', 'reply.final = "done"\n[[script]]\nname = "a"\n'
                            'reply.tool_calls = [{ tool = "append_note", args = { path = "C" } }]')
-    err = error_of(tmp_path, text)
-    assert err.field == "script[1].reply.tool_calls[0].args"
-    assert err.message == "missing argument 'line'; append_note takes path, line"
+    path = tmp_path / "x.toml"
+    path.write_text(text, encoding="utf-8")
+    s = load_file(path)
+    assert tool_misfit(s, reference_tools(), "durable-agent") == (
+        f"{path}:7: field 'script[1].reply.tool_calls[0].args': scenario 'x': missing argument(s) "
+        "'line' (it takes path, line) for agent 'durable-agent''s tool 'append_note'")
+    err = error_of(tmp_path, text.replace('path = "C"', "path = 2024-01-01"))
+    assert err.field == "script[1].reply.tool_calls[0].args.path"
+    assert "has no JSON form" in err.message
 
 
 def test_unknown_field_is_refused(tmp_path: Path) -> None:
@@ -147,7 +159,7 @@ def test_bad_boundary_and_bad_result_key(tmp_path: Path) -> None:
     when = '[[script]]\nwhen = { results = { "bash:x" = "ok" } }'
     err = error_of(tmp_path, MINIMAL.replace("[[script]]", when))
     assert err.field == 'script[0].when.results."bash:x"'
-    assert "has no path argument" in err.message
+    assert "no reply of the script calls bash on 'x'" in err.message
 
 
 def test_bad_toml_gives_line_and_column(tmp_path: Path) -> None:

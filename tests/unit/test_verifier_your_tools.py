@@ -3,6 +3,7 @@ oracles for real records (JSON-lines fields, line patterns, a Python check hook)
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from pathlib import Path
 
@@ -61,11 +62,15 @@ def test_a_never_tool_repeated_is_flagged_from_the_probes_even_when_the_world_sh
     assert {Id.AT_MOST_ONCE, Id.SAFE_RERUN} <= {v.invariant for v in violations}
 
 
-def test_an_idempotent_repeat_no_oracle_shows_is_judged_from_probes_and_says_so() -> None:
-    violations = verify(refund_case(emails_sent=2, records=1), refund_scenario(expect=""))
-    (v,) = [v for v in violations if v.invariant is Id.AT_MOST_ONCE]
-    assert "judged from effect probes alone" in v.message
-    assert v.evidence["judged_from"] == "probes"
+def test_an_idempotent_tool_no_oracle_shows_is_a_scenario_error(tmp_path: Path) -> None:
+    # Only the world can tell whether a repeat took effect once: with nothing naming it, the
+    # promise cannot be judged, and every repeat would fail.
+    source = tmp_path / "refund.toml"
+    source.write_text(REFUND % {"policy": "idempotent", "expect": ""}, encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_file(source)
+    assert info.value.field == "tools.policies.send_email"
+    assert "declared idempotent, but no expect.records or expect.patterns rule names it" in info.value.message
 
 
 # -- oracles for real records -----------------------------------------------------------------
@@ -90,7 +95,7 @@ path = "orders.jsonl"
 where = { "customer.email" = "ana@example.com", paid = true }
 count = 1
 """
-    scenario = refund_scenario(expect=expect)
+    scenario = refund_scenario("never", expect=expect)
     rule = scenario.expect.records[0]
     text = ('{"customer": {"email": "ana@example.com"}, "paid": true}\n'
             '{"customer": {"email": "ana@example.com"}, "paid": 1}\n'
@@ -123,13 +128,27 @@ def check(workspace, transcript):
 
 def boom(workspace, transcript):
     raise RuntimeError("hook bug")
+
+def exits(workspace, transcript):
+    raise SystemExit(0)
+
+def text(workspace, transcript):
+    return "bad world"
+
+def mutates(workspace, transcript):
+    workspace["outbox.jsonl"] = ""
+    return []
+
+def prints(workspace, transcript):
+    print("hello from the hook")
+    return ["found something"]
 '''
 
 
 def _hooked(tmp_path: Path, ref: str) -> object:
     (tmp_path / "support_checks.py").write_text(HOOK, encoding="utf-8")
     source = tmp_path / "refund.toml"
-    text = REFUND % {"policy": "idempotent", "expect": f'[expect]\ncheck = "{ref}"'}
+    text = REFUND % {"policy": "never", "expect": f'[expect]\ncheck = "{ref}"'}
     source.write_text(text, encoding="utf-8")
     return load_file(source)
 
@@ -157,12 +176,16 @@ def test_a_check_hook_that_raises_says_the_hook_failed(tmp_path: Path) -> None:
     ('[[expect.records]]\npath = "a"\ntool = "fax"\ncount = 1', "expect.records[0].tool",
      "tool 'fax' is not enabled"),
     ('[[expect.records]]\npath = "a"', "expect.records[0]", "expected 'count', or 'min'"),
+    ('[[expect.records]]\npath = "a"\nwhere = { "a..b" = 1 }\ncount = 1', 'expect.records[0].where."a..b"',
+     "is not a field name"),
+    ('[[expect.records]]\npath = "a"\nwhere = { n = nan }\ncount = 1', "expect.records[0].where.n",
+     "nan is not a JSON number"),
 ])
 def test_a_wrong_oracle_is_a_scenario_error_naming_file_line_and_field(
         tmp_path: Path, expect: str, field: str, says: str) -> None:
     (tmp_path / "support_checks.py").write_text(HOOK, encoding="utf-8")
     source = tmp_path / "refund.toml"
-    text = REFUND % {"policy": "idempotent", "expect": expect}
+    text = REFUND % {"policy": "never", "expect": expect}
     source.write_text(text, encoding="utf-8")
     with pytest.raises(ScenarioError) as info:
         load_file(source)
@@ -180,3 +203,60 @@ def test_tomllib_round_trip_of_the_refund_scenario() -> None:
         "lookup_order", "send_email"]
     assert parse_scenario(tomllib.loads(REFUND % {"policy": "never", "expect": ""}), source="x",
                           default_name="x").tools.policies["send_email"].value == "never"
+
+
+@pytest.mark.parametrize(("hook", "says"), [
+    ("exits", "raised SystemExit: 0"),
+    ("text", "returned str, not an iterable of messages"),
+    ("mutates", "raised TypeError"),  # a read-only copy: the evidence shows the world
+])
+def test_a_hook_that_misbehaves_is_one_violation_and_never_ends_the_harness(
+        tmp_path: Path, hook: str, says: str) -> None:
+    scenario = _hooked(tmp_path, f"support_checks:{hook}")
+    obs = refund_case(emails_sent=1, records=1)
+    before = dict(obs.workspace_after)
+    (v,) = [v for v in verify(obs, scenario) if v.invariant is Id.SCENARIO_ORACLE]  # type: ignore[arg-type]
+    assert says in v.message
+    assert obs.workspace_after == before
+
+
+def test_what_a_hook_prints_stays_out_of_the_harness_output(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    scenario = _hooked(tmp_path, "support_checks:prints")
+    violations = verify(refund_case(emails_sent=1, records=1), scenario)  # type: ignore[arg-type]
+    assert [v.message for v in violations] == ["support_checks:prints: found something"]
+    assert "hello from the hook" not in capsys.readouterr().out
+
+
+def test_two_scenario_folders_each_get_their_own_checks_module(tmp_path: Path) -> None:
+    # Same module name, different files: Python's module cache must not hand one the other's.
+    scenarios = []
+    for folder, verdict in (("a", "[]"), ("b", '["b says no"]')):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "checks.py").write_text(f"def check(w, t):\n    return {verdict}\n")
+        source = tmp_path / folder / "s.toml"
+        source.write_text(REFUND % {"policy": "never", "expect": '[expect]\ncheck = "checks:check"'},
+                          encoding="utf-8")
+        scenarios.append(load_file(source))
+    obs = refund_case(emails_sent=1, records=1)
+    found = [[v.message for v in verify(obs, s) if v.invariant is Id.SCENARIO_ORACLE] for s in scenarios]
+    assert found == [[], ["checks:check: b says no"]]
+
+
+def _called_with(obs: object, **args: str) -> None:
+    """The stored send_email call made with other arguments than the record holds."""
+    messages = obs.transcript.messages  # type: ignore[attr-defined]
+    k, m = next((k, m) for k, m in enumerate(messages) if m.calls and m.calls[0].tool == "send_email")
+    call = dataclasses.replace(m.calls[0], args={**m.calls[0].args, **args})
+    messages[k] = dataclasses.replace(m, calls=(call,))
+
+
+def test_a_tool_that_rewrites_its_arguments_is_still_charged_its_records() -> None:
+    # send_email stores the address lower-cased: no call's arguments equal the record's, so the
+    # world cannot tell the calls apart and charges them all (here the one).
+    fixed = refund_case(emails_sent=2, records=1)
+    _called_with(fixed, to="Ana@Example.com")
+    assert ids((fixed, refund_scenario())) == set()
+    broken = refund_case(emails_sent=2, records=2)
+    _called_with(broken, to="Ana@Example.com")
+    assert Id.AT_MOST_ONCE in ids((broken, refund_scenario()))
