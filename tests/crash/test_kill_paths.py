@@ -106,7 +106,8 @@ HARNESS = textwrap.dedent("""\
         tasks = os.listdir(f"/proc/{pid}/task")
         return [c for t in tasks for c in open(f"/proc/{pid}/task/{t}/children").read().split()]
 
-    launch = Launch(program=("sh", "-c", "sleep 300 & wait"), entry=None, args=[], cwd=Path(sys.argv[1]))
+    # 299, not 300: test_harness_cli looks machine-wide for the `sleep 300` of its hung agent.
+    launch = Launch(program=("sh", "-c", "sleep 299 & wait"), entry=None, args=[], cwd=Path(sys.argv[1]))
     inc = Incarnation(launch)
     deadline = time.monotonic() + 30
     while not children(inc.pid):
