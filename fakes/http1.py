@@ -12,9 +12,10 @@ import selectors
 import socket
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 from typing import NamedTuple
 
 from crashmatrix.fakes import api_errors
@@ -55,12 +56,16 @@ _VERSION = re.compile(r"HTTP/([0-9])\.([0-9])")
 _DIGITS = re.compile(rb"[0-9]+")
 _HEX = re.compile(rb"[0-9A-Fa-f]+")
 _SERVER = f"crashmatrix-fake/1 Python/{sys.version.split()[0]}"
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
 
 
 class Request(NamedTuple):
     method: str
     target: str
     body: bytes
+    # The header fields, names lower-cased; a repeated field keeps its last value. Last and
+    # defaulted, so a handler that reads only the first three (the fake provider) is unchanged.
+    headers: Mapping[str, str] = _NO_HEADERS
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,8 @@ class _Phase(Enum):
 class _Chunked:
     """Decodes a chunked body as its bytes arrive (RFC 9112 7.1)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_body: int) -> None:
+        self.max_body = max_body
         self.body = bytearray()
         self.left = -1  # bytes of the current chunk still to come; -1: a size line is next
         self.trailers = False
@@ -135,8 +141,9 @@ class _Chunked:
                     length = int(size, 16)  # bounded: the line is at most _MAX_CHUNK_LINE bytes
                     if length == 0:
                         self.trailers = True
-                    elif len(self.body) + length > MAX_BODY:
-                        raise _Refused(api_errors.body_too_large(MAX_BODY))  # before the chunk
+                    elif len(self.body) + length > self.max_body:
+                        # Before the chunk is read.
+                        raise _Refused(api_errors.body_too_large(self.max_body))
                     else:
                         self.left = length
         finally:
@@ -173,6 +180,7 @@ class _Conn:
         # The request being read.
         self.method = ""
         self.target = ""
+        self.headers: dict[str, str] = {}
         self.keep_alive = True
         self.announce = False  # an HTTP/1.0 client asked for keep-alive: say it is granted
         self.length = 0
@@ -196,8 +204,9 @@ class Server:
     `hold_s` and the loop holds it.
     """
 
-    def __init__(self, address: tuple[str, int], handler: Handler) -> None:
+    def __init__(self, address: tuple[str, int], handler: Handler, max_body: int = MAX_BODY) -> None:
         self._handler = handler
+        self._max_body = max_body  # a bigger body is refused (413) before it reaches the handler
         self._conns: dict[int, _Conn] = {}
         self._stopping = False
         self._date = (0, "")
@@ -211,7 +220,8 @@ class Server:
             sock.close()
             raise
         self._listener = sock
-        self.server_port: int = sock.getsockname()[1]
+        self.server_address: tuple[str, int] = sock.getsockname()  # as bound: host, port
+        self.server_port: int = self.server_address[1]
         # stop() writes a byte here to wake the loop from select().
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -405,6 +415,7 @@ class Server:
         conn.keep_alive = "close" not in tokens if http11 else "keep-alive" in tokens
         conn.announce = not http11 and conn.keep_alive
         conn.method, conn.target = method, target
+        conn.headers = {name: values[-1] for name, values in fields.items()}
         self._framing(conn, fields)
         conn.phase = _Phase.BODY
         if (http11 and "100-continue" in (v.lower() for v in fields.get("expect", ()))
@@ -425,7 +436,7 @@ class Server:
             if codings.split(",")[-1].strip().lower() != "chunked":
                 raise _Refused(api_errors.bad_framing(
                     f"unsupported Transfer-Encoding {codings!r}"))
-            conn.chunked = _Chunked()
+            conn.chunked = _Chunked(self._max_body)
             return
         values = fields.get("content-length")
         if not values:
@@ -444,10 +455,10 @@ class Server:
                 f"invalid Content-Length header: {', '.join(values)!r}"))
         digits = claim.lstrip(b"0")
         # Compared by digit count first: int() refuses a string of over 4300 digits.
-        if len(digits) > len(str(MAX_BODY)) or int(digits or b"0") > MAX_BODY:
+        if len(digits) > len(str(self._max_body)) or int(digits or b"0") > self._max_body:
             # Decided from the header alone: nothing of the body is read (what arrives is
             # dropped while the answer lingers), so the fake never spends 64 MB on it.
-            raise _Refused(api_errors.body_too_large(MAX_BODY))
+            raise _Refused(api_errors.body_too_large(self._max_body))
         conn.length = int(digits or b"0")
 
     def _body(self, conn: _Conn, now: float) -> bool:
@@ -464,7 +475,7 @@ class Server:
             del buf[: conn.length]
         # The handler's own failure ends the connection unanswered (_guarded), as a crashed
         # handler thread did.
-        reply = self._handler(Request(conn.method, conn.target, body))
+        reply = self._handler(Request(conn.method, conn.target, body, conn.headers))
         if reply.hold_s > 0:
             conn.phase, conn.held, conn.until = _Phase.HOLD, reply, now + reply.hold_s
             return False

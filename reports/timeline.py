@@ -77,6 +77,12 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
         lines.append(f"   run {r.run_id} ({r.intent}) -> {r.outcome or 'OPEN'}"
                      + (f" ({r.reason})" if r.reason else ""))
     changed = {p: t for p, t in obs.workspace_after.items() if obs.workspace_before.get(p) != t}
+    if obs.downstream:
+        lines.append("-- downstream (each service's own record)")
+        for sent in obs.downstream:
+            op = f" {sent.op}" if sent.op else ""
+            lines.append(f"   #{sent.seq} inc{sent.incarnation} {sent.service} {sent.method} {sent.path} "
+                         f"key={sent.key or 'none'} -> {sent.status} {sent.outcome}{op}")
     lines.append("-- workspace changes")
     for path, text in sorted(changed.items()):
         lines.append(f"   {path}:")

@@ -10,6 +10,7 @@ import msgspec
 
 from crashmatrix.scenarios.model import (
     Boundary,
+    Dedup,
     Outcomes,
     Phrases,
     ResultKey,
@@ -33,7 +34,7 @@ def _enum(cls: Any) -> dict[str, Any]:
 
 def _hook(tp: type) -> dict[str, Any]:
     """Schemas of the values the file writes as strings (the loader's dec_hook builds them)."""
-    if tp in (Boundary, ResultKey):
+    if tp in (Boundary, ResultKey, Dedup):
         return {**tp.json_schema, "description": tp.expected}
     if tp in (Statuses, Outcomes):
         return _one_or_many(_enum(item_type(tp)), tp.__doc__ or "")

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from enum import Enum, StrEnum
 from pathlib import PurePosixPath
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Final, Literal
 
 import msgspec
 from msgspec import Meta
@@ -834,6 +834,79 @@ class Expect(Table, frozen=True):
         return tuple(r for r in rules if r.tool is not None)
 
 
+class Dedup(_StringValue):
+    """How a downstream service recognises a repeated submission, written `header:NAME` (a request
+    header, as Stripe's `Idempotency-Key`), `body:FIELD` (a field of the JSON body, as many order
+    APIs' `client_order_id`) or `none` (every request is a new operation)."""
+
+    __slots__ = ("where", "name")  # noqa: RUF023 - the order __init__ takes them (see _StringValue)
+    where: str  # header | body | none
+    name: str | None
+    expected: ClassVar[str] = 'a dedup rule: "header:NAME", "body:FIELD" or "none"'
+    json_schema: ClassVar[dict[str, Any]] = {"type": "string", "pattern": r"^(none|header:\S+|body:\S+)$"}
+
+    def __init__(self, where: str, name: str | None = None) -> None:
+        object.__setattr__(self, "where", where)
+        object.__setattr__(self, "name", name)
+
+    @classmethod
+    def parse(cls, text: str) -> Dedup:
+        where, sep, name = text.partition(":")
+        if text == "none":
+            return cls("none")
+        if where not in ("header", "body") or not sep or not name.strip() or name.strip() != name:
+            raise FieldError(f"{text!r} is not a dedup rule; expected \"header:NAME\", "
+                             "\"body:FIELD\" or \"none\"")
+        return cls(where, name)
+
+    def __str__(self) -> str:
+        return self.where if self.name is None else f"{self.where}:{self.name}"
+
+
+class Endpoint(Table, frozen=True, kw_only=True):
+    """The call that creates a business operation (an email sent, an order placed)."""
+
+    method: Annotated[Literal["POST", "PUT"], Meta(description="the HTTP method")] = "POST"
+    path: Annotated[str, Meta(pattern=r"^/[A-Za-z0-9._~/-]*$", description=(
+        "the path under the service's base URL, e.g. /messages"))]
+    response: Annotated[Mapping[str, Any], Meta(description=(
+        "the JSON object it answers (201) when it applies the operation; string values may use "
+        "{id} (the operation's id: op_1, op_2, ... in the order applied) and {key} (its dedup key)"
+    ))] = {}
+
+    def __post_init__(self) -> None:
+        _freeze(self, "response")
+
+
+STATUS_PATH = r"^/[A-Za-z0-9._~/-]*\{(key|id)\}[A-Za-z0-9._~/-]*$"
+
+
+class Service(Table, frozen=True, kw_only=True):
+    """A downstream service the agent acts on, faked per case on 127.0.0.1 (docs/downstream.md)."""
+
+    name: Annotated[str, Meta(pattern=r"^[a-z][a-z0-9_]*$", description=(
+        "lowercase letters, digits and '_'; the agent finds the base URL in "
+        "CRASHMATRIX_SERVICE_<NAME>_URL"))]
+    create: Annotated[Endpoint, Meta(description="the call that applies one business operation")]
+    dedup: Annotated[Dedup, Meta(description=(
+        '"header:NAME", "body:FIELD" or "none": how a repeated submission is recognised'
+    ))] = msgspec.field(default_factory=lambda: Dedup("none"))
+    status: Annotated[Annotated[str, Meta(pattern=STATUS_PATH)] | None, Meta(description=(
+        "a status query, GET PATH with {key} (by dedup key) or {id} (by operation id): 200 with "
+        "the operation's response, 404 when there is none"))] = None
+    tool: EffectTool = None
+
+    def __post_init__(self) -> None:
+        if self.status is not None and "{key}" in self.status and self.dedup.where == "none":
+            raise FieldError("a status query by {key} needs a dedup key; query by {id}, or set dedup",
+                             "status")
+
+    @property
+    def env(self) -> str:
+        """The environment variable that holds the service's base URL."""
+        return f"CRASHMATRIX_SERVICE_{self.name.upper()}_URL"
+
+
 class Scenario(Table, frozen=True, kw_only=True):
     """A crash-test scenario: one TOML file."""
 
@@ -863,6 +936,9 @@ class Scenario(Table, frozen=True, kw_only=True):
         msgspec.field(default_factory=Expect))
     matrix: Annotated[MatrixSettings, Meta(description="crash scheduling for this scenario")] = (
         msgspec.field(default_factory=MatrixSettings))
+    services: Annotated[tuple[Service, ...], Meta(description=(
+        "downstream services the agent acts on, each faked per case (docs/downstream.md)"
+    ))] = ()
     # Filled in by the loader rather than written: `source` always, `name` when absent.
     loader_keys: ClassVar[tuple[str, ...]] = ("name", "source")
 
@@ -897,7 +973,15 @@ class Scenario(Table, frozen=True, kw_only=True):
                 if er.tool is not None and er.tool not in enabled:
                     raise FieldError(f"tool {er.tool!r} is not enabled; enabled: {', '.join(enabled)}",
                                      "expect", name, i, "tool")
-        named = {r.tool for r in self.expect.effect_rules}
+        seen_services: set[str] = set()
+        for i, service in enumerate(self.services):
+            if service.name in seen_services:
+                raise FieldError(f"duplicate service name {service.name!r}", "services", i, "name")
+            seen_services.add(service.name)
+            if service.tool is not None and service.tool not in enabled:
+                raise FieldError(f"tool {service.tool!r} is not enabled; enabled: {', '.join(enabled)}",
+                                 "services", i, "tool")
+        named = {r.tool for r in self.expect.effect_rules} | {s.tool for s in self.services}
         for table in ("policies", "restart_policies"):
             for tool, policy in getattr(self.tools, table).items():
                 if policy is Policy.IDEMPOTENT and tool not in named:

@@ -24,6 +24,7 @@ from crashmatrix.scenarios.hooks import load_check
 from crashmatrix.scenarios.model import (
     ENUM_NOUNS,
     Boundary,
+    Dedup,
     FieldError,
     Outcomes,
     Phrases,
@@ -67,7 +68,7 @@ def _item(tp: type, value: object) -> object:
 
 def dec_hook(tp: type, obj: object) -> object:
     """Builds the model's values that the file writes as strings (msgspec calls it per value)."""
-    if tp in (Boundary, ResultKey):
+    if tp in (Boundary, ResultKey, Dedup):
         if not isinstance(obj, str):
             raise FieldError(f"expected a string, got {_type_name(obj)}")
         return tp.parse(obj)

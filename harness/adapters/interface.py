@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -104,6 +104,9 @@ class LaunchSpec:
     retry_delay_s: float
     provider_timeout_s: float
     fsync: bool
+    # The downstream services of the scenario: environment variable -> base URL, given to every
+    # incarnation (and whatever it starts) on top of the adapter's `env()` (docs/downstream.md).
+    services: Mapping[str, str] = field(default_factory=dict)
 
 
 class Adapter(Protocol):

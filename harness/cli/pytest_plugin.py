@@ -65,7 +65,7 @@ class _Host:
     """One fake provider and work directory per pytest process (xdist worker)."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from crashmatrix.fakes import FakeProvider  # noqa: PLC0415 - see the note on imports above
+        from crashmatrix.fakes import FakeDownstream, FakeProvider  # noqa: PLC0415 - see the note on imports above
         from crashmatrix.harness.adapters.registry import AgentChoiceError, resolve_agent  # noqa: PLC0415
         from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path  # noqa: PLC0415
         from crashmatrix.harness.execution.runner import RunnerConfig  # noqa: PLC0415
@@ -96,9 +96,10 @@ class _Host:
         self.spawner = make_spawner(mode, list(adapter.python.preload) if adapter.python else None)
         self.provider = FakeProvider()
         self.provider.start()
+        self.downstream = FakeDownstream().start()
         self.tmp = scratch_dir(prefix="crashmatrix-pytest-")
         self.runner_config = RunnerConfig(
-            adapter=adapter, provider=self.provider,
+            adapter=adapter, provider=self.provider, downstream=self.downstream,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
             agent_ref=_agent_name(config), fsync=power, spawner=self.spawner)
         self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
@@ -143,6 +144,7 @@ class _Host:
 
     def close(self) -> None:
         self.provider.stop()
+        self.downstream.stop()
         self.spawner.close()
         self.tmp.cleanup()
 

@@ -19,7 +19,7 @@ from typing import Any
 import click
 from tabulate import tabulate
 
-from crashmatrix.fakes import FakeProvider
+from crashmatrix.fakes import FakeDownstream, FakeProvider
 from crashmatrix.harness.adapters.interface import Adapter, Capability, PreflightError, declared_tools_of
 from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
@@ -186,8 +186,10 @@ def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool
     # The zygote starts first, before this process has any thread, so it forks clean children.
     spawner = make_spawner(SpawnMode(spawn), preload, measure)
     try:
-        with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-") as tmp:
-            yield RunnerConfig(adapter=adapter, provider=provider, work_root=work or Path(tmp),
+        with FakeProvider() as provider, FakeDownstream() as downstream, \
+                scratch_dir(prefix="crashmatrix-") as tmp:
+            yield RunnerConfig(adapter=adapter, provider=provider, downstream=downstream,
+                               work_root=work or Path(tmp),
                                case_timeout_s=timeout, max_events=max_events, fsync=fsync,
                                keep=keep, spawner=spawner,
                                coverage_dir=coverage_dir,

@@ -15,6 +15,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,6 +46,7 @@ from crashmatrix.harness.faults.registry import fault_named
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.observation import (
     Delivery,
+    DownstreamRequest,
     IncarnationRecord,
     Intrusion,
     Observation,
@@ -55,7 +57,7 @@ from crashmatrix.harness.records.output_tail import WINDOW
 from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT_S
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.harness.records.tree_image import TreeImage
-from crashmatrix.scenarios.model import Scenario
+from crashmatrix.scenarios.model import Scenario, Service
 
 # Permits granted at a time to an incarnation that is to run to its end.
 RUN_AHEAD = 256
@@ -69,6 +71,16 @@ class ProviderHost(Protocol):
     def state(self, case_key: str) -> CaseState: ...
 
     def requests(self, case_key: str) -> list[Any]: ...
+
+    def forget(self, case_key: str) -> None: ...
+
+
+class DownstreamHost(Protocol):
+    """The fake downstream services as the runner uses them (fakes.FakeDownstream)."""
+
+    def register(self, case_key: str, services: Sequence[Service]) -> dict[str, str]: ...
+
+    def records(self, case_key: str) -> list[Any]: ...
 
     def forget(self, case_key: str) -> None: ...
 
@@ -94,6 +106,9 @@ class RunnerConfig:
     # incarnation is traced for its store calls (the crash points). A case whose schedule has a
     # black-box step runs without probes whatever this says (`repro` of such a case).
     blackbox: bool = False
+    # Serves the scenarios' downstream services (`[[services]]`); None: a scenario that declares
+    # one cannot run (a harness error says so).
+    downstream: DownstreamHost | None = None
 
     @property
     def agent(self) -> str:
@@ -135,6 +150,9 @@ class CaseRunner:
     def _check_supported(self, case: Case, scenario: Scenario) -> None:
         """The last guard (commands check first): never give an agent what it cannot take."""
         problems = unmet(self.config.adapter, [scenario])
+        if scenario.services and self.config.downstream is None:
+            problems.append(f"scenario {scenario.name!r} declares downstream services, and this "
+                            "runner has no fake downstream to serve them")
         for step in case.schedule:
             lacking = self.fault(step.fault).requires - self.config.adapter.capabilities
             if lacking:
@@ -171,6 +189,7 @@ class CaseRunner:
         else:
             before = start.workspace_before
         case_key = case_dir.name
+        services = self._services(case_key, scenario)
         url = cfg.provider.register(case_key, scenario, None if start is None else start.provider)
         deadline = time.monotonic() + cfg.case_timeout_s
         incarnations: list[IncarnationRecord] = [] if start is None else list(start.prefix)
@@ -179,7 +198,7 @@ class CaseRunner:
         harness_error: str | None = None
         accepted = False if start is None else start.accepted
         probes = not (cfg.blackbox or case.blackbox)
-        base = dataclasses.replace(self.spec_for(case_dir, scenario), provider_url=url)
+        base = dataclasses.replace(self.spec_for(case_dir, scenario), provider_url=url, services=services)
         try:
             index = len(incarnations) + 1
             while True:
@@ -194,7 +213,8 @@ class CaseRunner:
                 spec, args, policies = _command(cfg.adapter, base, scenario, accepted)
                 record = IncarnationRecord(index, "recover" if accepted else "run", policies,
                                            requests_before=len(cfg.provider.requests(case_key)),
-                                           commits_before=_count_lines(session / "session.jsonl"))
+                                           commits_before=_count_lines(session / "session.jsonl"),
+                                           downstream_before=self._downstream_count(case_key, services))
                 record.settle = index == case.depth + 2
                 incarnations.append(record)
                 step = case.schedule[index - 1] if index <= case.depth else None
@@ -242,6 +262,7 @@ class CaseRunner:
         finally:
             raw_requests = cfg.provider.requests(case_key)
             cfg.provider.forget(case_key)
+            downstream = self._downstream_records(case_key, services, incarnations)
         if self.stop.is_set():
             shutil.rmtree(case_dir, ignore_errors=True)
             raise CaseAborted(case.case_id)
@@ -265,7 +286,39 @@ class CaseRunner:
             concurrent=Capability.CONCURRENT in cfg.adapter.capabilities,
             declared_not_applicable=dict(getattr(cfg.adapter, "not_applicable", {})),
             probes=probes,
+            downstream=downstream,
         )
+
+    def _services(self, case_key: str, scenario: Scenario) -> dict[str, str]:
+        """The case's downstream services, registered: environment variable -> base URL."""
+        if not scenario.services:
+            return {}
+        host = self.config.downstream
+        assert host is not None  # _check_supported refused the case otherwise
+        urls = host.register(case_key, scenario.services)
+        return {s.env: urls[s.name] for s in scenario.services}
+
+    def _downstream_count(self, case_key: str, services: Mapping[str, str]) -> int:
+        host = self.config.downstream
+        return len(host.records(case_key)) if services and host is not None else 0
+
+    def _downstream_records(self, case_key: str, services: Mapping[str, str],
+                            incarnations: list[IncarnationRecord]) -> list[DownstreamRequest]:
+        """What the downstream recorded, each request given the incarnation that was running when
+        it arrived; the case is then forgotten by the downstream."""
+        host = self.config.downstream
+        if not services or host is None:
+            return []
+        raw = host.records(case_key)
+        host.forget(case_key)
+        out = []
+        for r in raw:
+            # The last incarnation started before the request arrived sent it.
+            inc = next((i.index for i in reversed(incarnations) if i.downstream_before < r.seq), None)
+            out.append(DownstreamRequest(seq=r.seq, service=r.service, method=r.method, path=r.path,
+                                         key=r.key, outcome=str(r.outcome), status=r.status, op=r.op,
+                                         incarnation=inc))
+        return out
 
     def spec_for(self, case_dir: Path, scenario: Scenario) -> LaunchSpec:
         """The spec of an incarnation in `case_dir`, before any restart policy applies (`_command`),
@@ -316,7 +369,7 @@ class CaseRunner:
         `freezer`: how to hand a FREEZE fault the frozen incarnation (None: an intruder, which
         is never crashed and gets no deliveries). `probes` False: black-box, the agent is not
         attached; `record_calls`: trace it and keep its store calls (a black-box recording)."""
-        env = self._env()
+        env = self._env() if not spec.services else {**self._env(), **spec.services}
         started = time.monotonic()
         adapter = self.config.adapter
         # An observing fault's incarnation: a fresh process under strace, the session imaged first.

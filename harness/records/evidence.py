@@ -323,4 +323,9 @@ def evidence(obs: Observation) -> dict[str, Any]:
         "store": _store(obs),
         "files": _files(obs),
         "files_total": len(_changed(obs.workspace_before, obs.workspace_after)),
+        # Only for a scenario with downstream services, so other evidence keeps its shape.
+        **({"downstream": [{"seq": d.seq, "incarnation": d.incarnation, "service": d.service,
+                            "method": d.method, "path": scrub(d.path), "key": scrub(d.key or ""),
+                            "outcome": d.outcome, "status": d.status, "op": d.op}
+                           for d in obs.downstream]} if obs.downstream else {}),
     }

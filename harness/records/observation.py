@@ -33,6 +33,7 @@ class IncarnationRecord:
     # The crash point's event differed from the recording: the case proves nothing.
     nondeterministic: str | None = None
     requests_before: int = 0  # provider requests recorded before this incarnation started
+    downstream_before: int = 0  # downstream requests recorded before this incarnation started
     commits_before: int = 0  # commits in the store before this incarnation started
     # The extra `recover` after the work is done: it must find nothing to do.
     settle: bool = False
@@ -123,6 +124,26 @@ class Intrusion:
     workspace_after: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class DownstreamRequest:
+    """One request a downstream service received (fakes/downstream.py), as the verifier reads it:
+    the service's own record, kept in the harness, which the agent cannot rewrite."""
+
+    seq: int  # 1-based, in arrival order across the case's services
+    service: str
+    method: str
+    path: str
+    key: str | None  # the dedup key as sent (None: none sent, or the service dedups nothing)
+    outcome: str  # applied | replayed | conflict | status | not_found | refused
+    status: int
+    op: str | None  # the operation applied or replayed (op_1, ...)
+    incarnation: int | None = None  # which incarnation sent it, by when it arrived
+
+    @property
+    def applied(self) -> bool:
+        return self.outcome == "applied"
+
+
 @dataclass
 class Observation:
     case: Case
@@ -148,6 +169,8 @@ class Observation:
     # Invariants the agent's adapter declares do not apply to it, and why (`not_applicable` of
     # the adapter: a framework that records no intent before a tool runs, say).
     declared_not_applicable: dict[str, str] = field(default_factory=dict)
+    # What the scenario's downstream services received, in arrival order (docs/downstream.md).
+    downstream: list[DownstreamRequest] = field(default_factory=list)
 
     def all_events(self) -> list[tuple[int, ProbeEvent]]:
         return [(inc.index, e) for inc in self.incarnations for e in inc.events]

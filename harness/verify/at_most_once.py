@@ -1,7 +1,8 @@
 """at-most-once: a call takes effect at most once, judged from the world first, then from probes.
 
-The world: lines `append_note` asked for, `.witness/` lines of `bash` commands, and the effects a
-scenario's oracles name with `tool` (records, matching lines), each counted once per real change
+The world: lines `append_note` asked for, `.witness/` lines of `bash` commands, the effects a
+scenario's oracles name with `tool` (records, matching lines), and the operations a downstream
+service applied for a `tool` (its own record, after key dedup), each counted once per real change
 and charged to the calls of the tool that makes it. The probes: an `effect.before` per run of a
 tool, which catches what the world cannot show (a write of equal text), for a call whose policy
 is `never`, or `idempotent` where no oracle shows its effect (a repeat the world shows as one
@@ -18,7 +19,15 @@ from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table_of
 from crashmatrix.harness.verify.effects import befores, site_effects_of, site_policy
 from crashmatrix.harness.verify.trace import Trace
-from crashmatrix.scenarios.model import PatternRule, Policy, RecordRule, Scenario, ToolName, count_lines
+from crashmatrix.scenarios.model import (
+    PatternRule,
+    Policy,
+    RecordRule,
+    Scenario,
+    Service,
+    ToolName,
+    count_lines,
+)
 
 ID = InvariantId.AT_MOST_ONCE
 RULE = "a never-replay call may take effect at most once"
@@ -36,6 +45,9 @@ def check_at_most_once(obs: Observation, scenario: Scenario) -> list[Violation]:
     seen: set[int] = set()
     for rule in scenario.expect.effect_rules:
         out += _world_effects(obs, table, rule, flagged, seen)
+    for service in scenario.services:
+        if service.tool is not None:
+            out += _downstream_effects(obs, table, service, flagged, seen)
     out += _repeated_effects(obs, table, flagged, seen)
     return out
 
@@ -152,6 +164,33 @@ def _world_effects(obs: Observation, table: CallTable, rule: PatternRule | Recor
     return [Violation(ID, msg, {"path": rule.path, "tool": rule.tool, "added": grew,
                                 "allowed": len(sites), "call_ids": [s.call_id for s in sites],
                                 "file_lines": lines, "judged_from": "world"})]
+
+
+def _downstream_effects(obs: Observation, table: CallTable, service: Service, flagged: set[int],
+                        seen: set[int]) -> list[Violation]:
+    """The operations a downstream service applied (its own record, after key dedup), charged to
+    the calls of the tool that sends them: more than calls is a call applied twice."""
+    assert service.tool is not None
+    applied = [r for r in obs.downstream if r.service == service.name and r.applied]
+    sites = table.of_tool(service.tool)
+    if len(sites) == 1:
+        seen.add(sites[0].index)
+    if len(applied) <= len(sites) or (sites and all(s.index in flagged for s in sites)):
+        return []
+    shown = ", ".join(f"{r.op} (request #{r.seq}, inc{r.incarnation}, key {r.key or 'none'})"
+                      for r in applied)
+    what = f"service {service.name} applied {len(applied)} operations: {shown}"
+    if len(sites) == 1:
+        msg = (f"{sites[0].name} took effect {len(applied)} times downstream: {what}; each call may "
+               "take effect at most once")
+    else:
+        msg = (f"{what}, but only {len(sites)} {service.tool} call(s) asked for them ({_ids(sites)}); "
+               "each call may take effect at most once")
+    flagged.update(s.index for s in sites)
+    return [Violation(ID, msg, {"service": service.name, "tool": service.tool, "applied": len(applied),
+                                "allowed": len(sites), "ops": [r.op for r in applied],
+                                "keys": [r.key for r in applied], "call_ids": [s.call_id for s in sites],
+                                "judged_from": "downstream"})]
 
 
 def _repeated_effects(obs: Observation, table: CallTable, flagged: set[int],

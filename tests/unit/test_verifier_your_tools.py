@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from crashmatrix.harness.records.observation import DownstreamRequest
 from crashmatrix.harness.records.violation import InvariantId
 from crashmatrix.harness.verify import verify
 from crashmatrix.scenarios import ScenarioError, load_file
@@ -260,3 +261,33 @@ def test_a_tool_that_rewrites_its_arguments_is_still_charged_its_records() -> No
     broken = refund_case(emails_sent=2, records=2)
     _called_with(broken, to="Ana@Example.com")
     assert Id.AT_MOST_ONCE in ids((broken, refund_scenario()))
+
+
+MAIL = """
+[[services]]
+name = "mail"
+create = { path = "/messages" }
+dedup = "header:Idempotency-Key"
+tool = "send_email"
+"""
+
+
+def _sent(*outcomes: str) -> list[DownstreamRequest]:
+    ops = iter(f"op_{k}" for k in range(1, 10))
+    out = []
+    for seq, outcome in enumerate(outcomes, 1):
+        op = next(ops) if outcome == "applied" else "op_1"
+        out.append(DownstreamRequest(seq, "mail", "POST", "/messages", "k1", outcome, 201, op, seq))
+    return out
+
+
+def test_a_downstream_that_applied_one_call_twice_is_at_most_once() -> None:
+    scenario = refund_scenario(expect=MAIL)
+    replayed = refund_case(emails_sent=2, records=0)
+    replayed.downstream = _sent("applied", "replayed")
+    assert ids((replayed, scenario)) == set()
+    applied = refund_case(emails_sent=2, records=0)
+    applied.downstream = _sent("applied", "applied")
+    (v,) = [v for v in verify(applied, scenario) if v.invariant is Id.AT_MOST_ONCE]
+    assert "took effect 2 times downstream: service mail applied 2 operations" in v.message
+    assert v.evidence["judged_from"] == "downstream"

@@ -1,0 +1,296 @@
+"""The fake downstream service's rules, per case: operations, idempotency keys, status queries, records."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from typing import Any, NamedTuple
+from urllib.parse import unquote
+
+from crashmatrix.scenarios.model import Service
+
+# Deeper JSON is refused (400) before it is stored: a downstream body nests a few levels, and a
+# record must stay encodable by json.dumps wherever the harness writes it (the encoder recurses).
+MAX_JSON_DEPTH = 64
+_PLACEHOLDER = re.compile(r"\{(id|key)\}")
+
+
+class Outcome(StrEnum):
+    """What one request did at the downstream; only `applied` performed a business operation."""
+
+    APPLIED = "applied"  # a new operation: 201 with the endpoint's rendered response
+    REPLAYED = "replayed"  # a seen key, the same body: the first answer again, nothing applied
+    CONFLICT = "conflict"  # a seen key, another body: 422, nothing applied
+    STATUS = "status"  # a status query that found its operation: 200
+    NOT_FOUND = "not_found"  # a status query that found none, or a path the service lacks: 404
+    REFUSED = "refused"  # a bad request (400) or a method the path does not take (405)
+
+
+@dataclass(frozen=True)
+class DownstreamRecord:
+    """One request the downstream answered: the ground truth the invariants count from."""
+
+    seq: int  # 1-based position among the case's downstream requests, all services, arrival order
+    service: str
+    method: str
+    path: str  # relative to the service's base URL, as sent (query string dropped)
+    # The dedup key as sent (header or body field; None when the request carried none), or the
+    # key a status query by {key} asked for.
+    key: str | None
+    body: Any  # the parsed JSON body; None when empty or not JSON
+    outcome: Outcome
+    status: int
+    op: str | None  # the operation applied, replayed or found by a status query ("op_1", ...)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["outcome"] = self.outcome.value
+        return data
+
+
+class Answer(NamedTuple):
+    status: int
+    data: Any  # the JSON response
+    record: DownstreamRecord
+
+
+class _Op(NamedTuple):
+    id: str
+    key: str | None
+    fingerprint: str  # the canonical JSON of the body that applied it
+    response: str  # kept as JSON text: every answer decodes a fresh copy, none can alter it
+
+
+class _BadRequest(Exception):
+    pass
+
+
+def _error(message: str, type_: str, **extra: Any) -> dict[str, Any]:
+    # The shape most JSON APIs share (Stripe's, OpenAI's): one `error` object with a message.
+    return {"error": {"message": f"crashmatrix fake downstream: {message}", "type": type_, **extra}}
+
+
+def unknown_case(key: str) -> dict[str, Any]:
+    return _error(f"no case registered under {key!r}", "not_found")
+
+
+def unknown_service(key: str, name: str) -> dict[str, Any]:
+    return _error(f"case {key!r} declares no service {name!r}", "not_found")
+
+
+def no_route(method: str, path: str) -> dict[str, Any]:
+    return _error(f"no route for {method} {path}", "not_found")
+
+
+def _reject_constant(name: str) -> Any:
+    # NaN and Infinity are not JSON; Python's decoder would take them, and NaN != NaN would make
+    # a replay of the same body a conflict.
+    raise ValueError(f"{name} is not JSON")
+
+
+def _too_deep(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:  # its own stack: recursion is what the limit guards against
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
+
+
+def _parse(body: bytes) -> Any:
+    """The JSON body; raises _BadRequest when it is not JSON (or nests too deep)."""
+    try:
+        payload = json.loads(body, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:  # ValueError: also bad UTF-8, huge integers
+        raise _BadRequest("the request body is not valid JSON") from exc
+    if isinstance(payload, dict | list) and _too_deep(payload):
+        raise _BadRequest(f"the request body nests deeper than {MAX_JSON_DEPTH} levels")
+    return payload
+
+
+def _render(template: Any, values: Mapping[str, str]) -> Any:
+    """The response template with {id} and {key} filled in its string values, at any depth."""
+    if isinstance(template, str):
+        # One pass: a key that itself reads "{id}" is not filled in again.
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+    if isinstance(template, Mapping):
+        return {name: _render(value, values) for name, value in template.items()}
+    if isinstance(template, list | tuple):
+        return [_render(value, values) for value in template]
+    return template
+
+
+class ServiceState:
+    """One declared service in one case: the operations it applied and the keys it has seen.
+
+    Not thread-safe on its own: Downstream serialises the requests of a case. Deterministic: no
+    clock, no randomness; operation ids count the service's applied operations (op_1, op_2, ...).
+    """
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self._ops: dict[str, _Op] = {}  # by operation id, in the order applied
+        self._by_key: dict[str, _Op] = {}
+        self._status: tuple[str, str, str] | None = None  # prefix, placeholder, suffix
+        if service.status is not None:
+            found = _PLACEHOLDER.search(service.status)
+            if found is None:  # the model's pattern requires one; a hand-built Service may not
+                raise ValueError(f"status path {service.status!r} has no {{key}} or {{id}}")
+            self._status = (service.status[: found.start()], found.group(1),
+                            service.status[found.end() :])
+
+    @property
+    def applied(self) -> int:
+        return len(self._ops)
+
+    def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes, *,
+               seq: int = 1) -> Answer:
+        """Answer one request (`path` relative to the service's base URL) and record it as the
+        case's request number `seq`."""
+        create = self.service.create
+        key: str | None = None
+        payload: Any = None
+        unparsable: _BadRequest | None = None
+        op: _Op | None = None
+        if body:
+            try:
+                payload = _parse(body)
+            except _BadRequest as bad:
+                unparsable = bad  # recorded with body None; only the create call needs a body
+        status_match = self._status_value(path)
+        try:
+            if method == create.method and path == create.path:
+                key = self._header_key(headers)
+                if unparsable is not None:
+                    raise unparsable
+                if not isinstance(payload, dict):
+                    raise _BadRequest("the request body must be a JSON object")
+                if self.service.dedup.where == "body":
+                    key = self._body_key(payload)
+                outcome, status, data, op = self._create(key, payload)
+            elif status_match is not None and method == "GET":
+                by, value = status_match
+                key = value if by == "key" else None
+                op = (self._by_key if by == "key" else self._ops).get(value)
+                if op is None:
+                    outcome, status = Outcome.NOT_FOUND, 404
+                    data = _error(f"no operation with {by} {value!r}", "not_found")
+                else:
+                    outcome, status, data = Outcome.STATUS, 200, json.loads(op.response)
+            elif path == create.path or status_match is not None:
+                outcome, status = Outcome.REFUSED, 405
+                data = _error(f"{method} is not allowed on {path}", "invalid_request_error")
+            else:
+                outcome, status, data = Outcome.NOT_FOUND, 404, no_route(method, path)
+        except _BadRequest as bad:
+            outcome, status = Outcome.REFUSED, 400
+            data = _error(str(bad), "invalid_request_error")
+        record = DownstreamRecord(seq, self.service.name, method, path, key, payload, outcome,
+                                  status, op.id if op is not None else None)
+        return Answer(status, data, record)
+
+    def _create(self, key: str | None, payload: dict[str, Any]
+                ) -> tuple[Outcome, int, Any, _Op | None]:
+        # Canonical, so a client that re-serialises the same body (another key order, other
+        # spacing) replays; and 1, 1.0 and true stay different, as they are in JSON.
+        fingerprint = json.dumps(payload, sort_keys=True, separators=(",", ":"),
+                                 ensure_ascii=False)
+        seen = self._by_key.get(key) if key is not None else None
+        if seen is not None:
+            if seen.fingerprint != fingerprint:
+                # 422, as the IETF Idempotency-Key draft gives it (Stripe's wording).
+                return Outcome.CONFLICT, 422, _error(
+                    "Keys for idempotent requests can only be used with the same parameters they "
+                    f"were first used with. Try using a key other than {key!r} if you meant to "
+                    "execute a different request.", "idempotency_error", key=key), None
+            # The first answer again, status included, as Stripe replays it: the client cannot
+            # tell a replay from the first response, which is the point of the key.
+            return Outcome.REPLAYED, 201, json.loads(seen.response), seen
+        op_id = f"op_{len(self._ops) + 1}"
+        response = _render(self.service.create.response, {"id": op_id, "key": key or ""})
+        op = _Op(op_id, key, fingerprint, json.dumps(response, ensure_ascii=False))
+        self._ops[op_id] = op
+        if key is not None:
+            self._by_key[key] = op
+        return Outcome.APPLIED, 201, response, op
+
+    def _header_key(self, headers: Mapping[str, str]) -> str | None:
+        dedup = self.service.dedup
+        if dedup.where != "header" or dedup.name is None:
+            return None
+        wanted = dedup.name.lower()
+        value = None
+        for name, field in headers.items():  # any case; http1 already lower-cases them
+            if name.lower() == wanted:
+                value = field
+        return value or None  # an empty key is no key: the request is a new operation
+
+    def _body_key(self, payload: dict[str, Any]) -> str | None:
+        value = payload.get(self.service.dedup.name or "")
+        if value is None or value == "":
+            return None  # no key: the request is a new operation
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise _BadRequest(f"{self.service.dedup.name!r} must be a string or a number")
+        return value if isinstance(value, str) else json.dumps(value)
+
+    def _status_value(self, path: str) -> tuple[str, str] | None:
+        """("key" or "id", the value) when `path` is the service's status query, else None."""
+        if self._status is None:
+            return None
+        prefix, by, suffix = self._status
+        if (len(path) <= len(prefix) + len(suffix) or not path.startswith(prefix)
+                or not path.endswith(suffix)):
+            return None
+        raw = path[len(prefix) : len(path) - len(suffix)]
+        if "/" in raw:
+            return None
+        return by, unquote(raw)  # a key holding "/" or spaces is sent percent-encoded
+
+
+class Downstream:
+    """One case's downstream services and the record of every request they answered.
+
+    Thread-safe: requests are handled one at a time, so the record order is the order in which
+    they were answered, and `seq` numbers them across all the case's services.
+    """
+
+    def __init__(self, services: Sequence[Service]) -> None:
+        self._states: dict[str, ServiceState] = {}
+        for service in services:
+            if service.name in self._states:
+                raise ValueError(f"service {service.name!r} is declared twice")
+            self._states[service.name] = ServiceState(service)
+        self._records: list[DownstreamRecord] = []
+        self._lock = threading.Lock()
+
+    @property
+    def services(self) -> tuple[str, ...]:
+        """The service names, in the order declared."""
+        return tuple(self._states)
+
+    def handle(self, service: str, method: str, path: str, headers: Mapping[str, str],
+               body: bytes) -> tuple[int, bytes, DownstreamRecord]:
+        """Answer one request to `service` (KeyError when undeclared); returns the status, the
+        JSON response body and the request's record."""
+        state = self._states[service]
+        with self._lock:
+            answer = state.handle(method, path, headers, body, seq=len(self._records) + 1)
+            self._records.append(answer.record)
+        return answer.status, json.dumps(answer.data, ensure_ascii=False).encode(), answer.record
+
+    def records(self) -> list[DownstreamRecord]:
+        """Every request so far, all services, in arrival order (a copy)."""
+        with self._lock:
+            return list(self._records)
+
+    def applied(self, service: str) -> int:
+        """How many business operations `service` has applied (KeyError when undeclared)."""
+        state = self._states[service]
+        with self._lock:
+            return state.applied
