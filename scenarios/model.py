@@ -897,6 +897,12 @@ class Service(Table, frozen=True, kw_only=True):
     tool: EffectTool = None
 
     def __post_init__(self) -> None:
+        if self.dedup.where == "none" and self.status is None:
+            # Nothing would let any agent learn, after a crash, whether an operation applied: a
+            # double could only be avoided by luck, so the scenario could not fairly judge one.
+            raise FieldError("a service with no dedup key and no status query leaves an agent no "
+                             "way to learn whether an operation applied; set dedup (a key) or "
+                             "status (a query)", "status")
         if self.status is not None and "{key}" in self.status and self.dedup.where == "none":
             raise FieldError("a status query by {key} needs a dedup key; query by {id}, or set dedup",
                              "status")

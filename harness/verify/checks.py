@@ -10,6 +10,8 @@ from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, NotApplicable, Violation
 from crashmatrix.harness.verify.at_most_once import check_at_most_once
 from crashmatrix.harness.verify.continuation import check_continuation
+from crashmatrix.harness.verify.downstream_backed import check_downstream_backed
+from crashmatrix.harness.verify.downstream_key import check_downstream_key
 from crashmatrix.harness.verify.durable_commits import check_durable_commits
 from crashmatrix.harness.verify.exercised import exercised
 from crashmatrix.harness.verify.final_ends_run import check_final_ends_run
@@ -28,6 +30,7 @@ from crashmatrix.harness.verify.resume_budget import check_resume_budget
 from crashmatrix.harness.verify.retry_bound import check_retry_bound
 from crashmatrix.harness.verify.retry_intent import check_retry_intent
 from crashmatrix.harness.verify.safe_rerun import check_safe_rerun
+from crashmatrix.harness.verify.status_before_resend import check_status_before_resend
 from crashmatrix.harness.verify.trace import shared_trace
 from crashmatrix.scenarios.model import Scenario
 
@@ -39,6 +42,9 @@ CHECKS: Mapping[InvariantId, Check] = MappingProxyType({
     InvariantId.PAIRING: check_pairing,
     InvariantId.AT_MOST_ONCE: check_at_most_once,
     InvariantId.NO_SILENT_SUCCESS: check_no_silent_success,
+    InvariantId.DOWNSTREAM_KEY: check_downstream_key,
+    InvariantId.STATUS_BEFORE_RESEND: check_status_before_resend,
+    InvariantId.DOWNSTREAM_BACKED: check_downstream_backed,
     InvariantId.SAFE_RERUN: check_safe_rerun,
     InvariantId.FINISHED_STAYS_FINISHED: check_finished_stays_finished,
     InvariantId.CONTINUATION: check_continuation,
@@ -66,6 +72,7 @@ WITHOUT_STORE = frozenset({InvariantId.ONE_WRITER, InvariantId.LOG_INTEGRITY, In
 FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
     InvariantId.LOG_INTEGRITY: "the store's commits",
     InvariantId.NO_SILENT_SUCCESS: "the stored results",
+    InvariantId.DOWNSTREAM_BACKED: "the stored results, each success to be backed downstream",
     InvariantId.SAFE_RERUN: "the recorded intents (tool_started) and their replay policies",
     InvariantId.FINISHED_STAYS_FINISHED: "the runs' recorded outcomes",
     InvariantId.RESUME_BUDGET: "the resume counts the runs record",
@@ -86,6 +93,10 @@ PARTLY_FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
     InvariantId.AT_MOST_ONCE: "each call's recorded replay policy (judged: the effects in the "
                               "workspace, its witnesses and the probes, against the calls the model "
                               "asked for)",
+    InvariantId.DOWNSTREAM_KEY: "the calls the store holds (judged: against the calls the model "
+                                "asked for)",
+    InvariantId.STATUS_BEFORE_RESEND: "the calls the store holds (judged: against the calls the "
+                                      "model asked for)",
     InvariantId.FINAL_ENDS_RUN: "where a final answer's commit landed and which run chain each "
                                 "request was made for (judged: no request's history goes on past "
                                 "a final answer without a new user message)",

@@ -73,6 +73,10 @@ def _result_committed(obs: Observation) -> bool:
     return any(m.role == "tool" for m in obs.transcript.messages)
 
 
+def _submitted(obs: Observation) -> int:
+    return sum(1 for r in obs.downstream if r.outcome in ("applied", "replayed", "conflict"))
+
+
 def _settled_finished(obs: Observation) -> bool:
     return any(inc.settle for inc in obs.incarnations) and any(
         r.outcome is not None for r in obs.transcript.runs)
@@ -86,6 +90,10 @@ EXERCISED: Mapping[InvariantId, Callable[[Observation], bool]] = MappingProxyTyp
     InvariantId.PAIRING: _tool_call,  # the model asked for a tool call
     InvariantId.AT_MOST_ONCE: _effect_ran,  # a tool's effect ran
     InvariantId.NO_SILENT_SUCCESS: _result_committed,  # a tool result was saved
+    # A downstream service received a submission (more than one, for the two about re-sends).
+    InvariantId.DOWNSTREAM_KEY: lambda obs: _submitted(obs) > 1,
+    InvariantId.STATUS_BEFORE_RESEND: lambda obs: _submitted(obs) > 1,
+    InvariantId.DOWNSTREAM_BACKED: lambda obs: _submitted(obs) > 0,
     InvariantId.SAFE_RERUN: _killed_after(K.EFFECT_BEFORE),  # killed once an effect had started
     InvariantId.FINISHED_STAYS_FINISHED: _settled_finished,  # a finished session was recovered again
     InvariantId.CONTINUATION: _recovered_request,  # a request after a crash

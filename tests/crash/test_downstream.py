@@ -43,3 +43,18 @@ def test_an_unkeyed_send_rerun_is_two_operations_flagged_at_most_once(tmp_path: 
         assert len({d["incarnation"] for d in applied}) == 2  # one before the crash, one after
         (v,) = [v for v in r["violations"] if v["invariant"] == "at-most-once"]
         assert v["evidence"]["judged_from"] == "downstream"
+
+
+@pytest.mark.parametrize(("scenario", "cause"), [
+    ("downstream-unkeyed", "status-before-resend"),  # no key, re-sent without asking first
+    ("downstream-freshkey", "downstream-key"),  # a key made anew at each send
+])
+def test_the_cause_of_a_downstream_double_is_named(tmp_path: Path, scenario: str, cause: str) -> None:
+    proc = crashmatrix("run", "--scenario", scenario, "--fault", "kill", "--out", str(tmp_path))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    results = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
+    failed = [r for r in results if r["verdict"] != "pass"]
+    assert f"{scenario}/{RERUN}" in {r["case"] for r in failed}
+    for r in failed:
+        assert {v["invariant"] for v in r["violations"]} == {"at-most-once", cause}, r["case"]
+        assert r["repro"].startswith(f"crashmatrix repro {scenario}/")

@@ -10,7 +10,7 @@ from typing import Any
 
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.events import ProbeEvent
-from crashmatrix.harness.records.observation import IncarnationRecord, Observation
+from crashmatrix.harness.records.observation import DownstreamRequest, IncarnationRecord, Observation
 from crashmatrix.harness.records.transcript import Call, Message, Run, Transcript
 from crashmatrix.scenarios.model import Scenario
 from crashmatrix.scenarios.schema import parse_scenario
@@ -110,3 +110,42 @@ def refund_case(*, emails_sent: int, records: int, lookups: int = 1, policies: d
         after["outbox.jsonl"] = outbox(records)
     return Observation(Case("refund"), incs, transcript, [], before, after,
                        declared_not_applicable={"intent-before-effect": "a framework records no intent"})
+
+
+KEYED_MAIL = """
+[[services]]
+name = "mail"
+create = { path = "/messages" }
+dedup = "header:Idempotency-Key"
+tool = "send_email"
+"""
+
+UNKEYED_MAIL = """
+[[services]]
+name = "mail"
+create = { path = "/messages" }
+dedup = "none"
+status = "/messages/{id}"
+tool = "send_email"
+"""
+
+
+def sent(*requests: tuple[str, str | None, int]) -> list[DownstreamRequest]:
+    """Downstream records: (outcome, key, incarnation) each; ops numbered as the service would."""
+    out, applied = [], 0
+    for seq, (outcome, key, inc) in enumerate(requests, 1):
+        if outcome == "applied":
+            applied += 1
+        query = outcome in ("status", "not_found")
+        method, path = ("GET", "/messages/op_1") if query else ("POST", "/messages")
+        op = f"op_{applied}" if outcome in ("applied", "replayed") else None
+        out.append(DownstreamRequest(seq, "mail", method, path, key, outcome, 201, op, inc))
+    return out
+
+
+def mailed(service: str, *requests: tuple[str, str | None, int], emails_sent: int = 2
+           ) -> tuple[Observation, Scenario]:
+    """The refund case whose send_email posted to a downstream mail service, as `requests`."""
+    obs = refund_case(emails_sent=emails_sent, records=0)
+    obs.downstream = sent(*requests)
+    return obs, refund_scenario(expect=service)

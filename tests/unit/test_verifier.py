@@ -15,6 +15,7 @@ from crashmatrix.harness.verify import CHECKS, InvariantId, Violation, judge, ve
 from crashmatrix.harness.verify.checks import FROM_STORE
 from crashmatrix.scenarios.model import BoundaryKind as K
 from crashmatrix.scenarios.model import Expect, Outcome, Scenario
+from tests.support.framework_case import KEYED_MAIL, UNKEYED_MAIL, mailed
 from tests.support.observations import (
     APPEND,
     WITNESS,
@@ -38,7 +39,8 @@ def ids(violations: list[Violation]) -> set[InvariantId]:
 
 def test_invariant_ids_are_the_design_vocabulary_in_report_order() -> None:
     assert [i.value for i in InvariantId] == [
-        "one-writer", "log-integrity", "pairing", "at-most-once", "no-silent-success", "safe-rerun",
+        "one-writer", "log-integrity", "pairing", "at-most-once", "no-silent-success",
+        "downstream-key", "status-before-resend", "downstream-backed", "safe-rerun",
         "finished-stays-finished", "continuation", "resume-budget", "queued-input",
         "retry-intent",
         "intent-before-effect", "reserved-result", "durable-commits",
@@ -199,6 +201,15 @@ MUTATIONS: dict[InvariantId, tuple[Callable[[], Case], set[InvariantId]]] = {
     Id.RETRY_BOUND: (retries_restarted, {Id.RETRY_BOUND}),
     Id.LIVENESS: (_settle_hangs, {Id.LIVENESS}),
     Id.SCENARIO_ORACLE: (_expects_cancelled, {Id.SCENARIO_ORACLE}),
+    # A key made anew for the re-send: the service cannot tell it is the same email, and applies it
+    # again (which at-most-once counts).
+    Id.DOWNSTREAM_KEY: (lambda: mailed(KEYED_MAIL, ("applied", "k-1", 1), ("applied", "k-2", 2)),
+                        {Id.DOWNSTREAM_KEY, Id.AT_MOST_ONCE}),
+    # No key, and sent again after the crash without asking the service first.
+    Id.STATUS_BEFORE_RESEND: (lambda: mailed(UNKEYED_MAIL, ("applied", None, 1), ("applied", None, 2)),
+                              {Id.STATUS_BEFORE_RESEND, Id.AT_MOST_ONCE}),
+    # "sent" told the model, and the service never applied anything.
+    Id.DOWNSTREAM_BACKED: (lambda: mailed(KEYED_MAIL, emails_sent=1), {Id.DOWNSTREAM_BACKED}),
 }
 
 
@@ -268,7 +279,8 @@ def test_without_a_store_the_store_bound_invariants_are_not_applicable_and_the_r
     assert whole == set(FROM_STORE)
     assert partly == {InvariantId.PAIRING, InvariantId.CONTINUATION, InvariantId.SCENARIO_ORACLE,
                       InvariantId.LIVENESS, InvariantId.AT_MOST_ONCE, InvariantId.FINAL_ENDS_RUN,
-                      InvariantId.RETRY_BOUND}
+                      InvariantId.RETRY_BOUND, InvariantId.DOWNSTREAM_KEY,
+                      InvariantId.STATUS_BEFORE_RESEND}
     # one-writer reads only what the harness recorded around a second process: judged whole.
     assert set(InvariantId) == whole | partly | {InvariantId.ONE_WRITER}, \
         "every invariant is judged, partly judged or said"

@@ -291,3 +291,24 @@ def test_a_downstream_that_applied_one_call_twice_is_at_most_once() -> None:
     (v,) = [v for v in verify(applied, scenario) if v.invariant is Id.AT_MOST_ONCE]
     assert "took effect 2 times downstream: service mail applied 2 operations" in v.message
     assert v.evidence["judged_from"] == "downstream"
+
+
+
+@pytest.mark.parametrize(("service", "field", "says"), [
+    ('name = "mail"\ncreate = { path = "/m" }\ndedup = "none"', "services[0].status",
+     "no dedup key and no status query"),
+    ('name = "mail"\ncreate = { path = "/m" }\ndedup = "none"\nstatus = "/m/{key}"', "services[0].status",
+     "a status query by {key} needs a dedup key"),
+    ('name = "mail"\ncreate = { path = "/m" }\ndedup = "cookie:x"', "services[0].dedup",
+     "is not a dedup rule"),
+    ('name = "Mail"\ncreate = { path = "/m" }', "services[0].name", "does not match"),
+    ('name = "mail"\ncreate = { path = "/m" }\ndedup = "header:K"\ntool = "fax"', "services[0].tool",
+     "tool 'fax' is not enabled"),
+])
+def test_a_wrong_service_is_a_scenario_error(tmp_path: Path, service: str, field: str, says: str) -> None:
+    source = tmp_path / "s.toml"
+    source.write_text(REFUND % {"policy": "never", "expect": f"[[services]]\n{service}"}, encoding="utf-8")
+    with pytest.raises(ScenarioError) as info:
+        load_file(source)
+    assert info.value.field == field, info.value
+    assert says in info.value.message, info.value
