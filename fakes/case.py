@@ -14,7 +14,7 @@ from crashmatrix.fakes.response_store import ResponseStore
 from crashmatrix.fakes.script import match_rule, reply_message
 from crashmatrix.fakes.wire import Refusal, Wire
 from crashmatrix.fakes.wire_chat import CHAT, DEFAULT_MODEL
-from crashmatrix.scenarios.model import Fault, ProviderFault, Scenario
+from crashmatrix.scenarios.model import CallIds, Fault, ProviderFault, Scenario
 
 __all__ = ["DEFAULT_MODEL", "Case", "CaseState", "Decision"]
 
@@ -50,10 +50,13 @@ class CaseState:
     records: tuple[RequestRecord, ...]
     faults_left: tuple[int, ...]
     responses: dict[str, list[Any]]
+    # Tool calls answered so far: the next fresh call id (call ids "fresh"); not the log, which
+    # only numbers requests, so it stays in the state a crash leaves (states.unlogged).
+    issued: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"records": [r.to_json() for r in self.records], "faults_left": list(self.faults_left),
-                "responses": self.responses}
+                "responses": self.responses, "issued": self.issued}
 
 
 class Case:
@@ -66,6 +69,7 @@ class Case:
         self._records: list[RequestRecord] = []
         self._lock = threading.Lock()
         self.responses = ResponseStore()
+        self._issued = 0  # tool calls answered so far (fresh call ids)
 
     def records(self) -> list[RequestRecord]:
         with self._lock:
@@ -73,13 +77,15 @@ class Case:
 
     def state(self) -> CaseState:
         with self._lock:
-            return CaseState(tuple(self._records), self._schedule.left(), self.responses.snapshot())
+            return CaseState(tuple(self._records), self._schedule.left(), self.responses.snapshot(),
+                             self._issued)
 
     def restore(self, state: CaseState) -> None:
         with self._lock:
             self._records = list(state.records)
             self._schedule.restore(state.faults_left)
             self.responses.restore(state.responses)
+            self._issued = state.issued
 
     def record_unparsable(self, wire: Wire = CHAT) -> Decision:
         err = wire.errors.invalid_json()
@@ -116,7 +122,13 @@ class Case:
             gap = wire.errors.script_gap(self.scenario.name)
             self._record(wire, messages, tools, gap.status, error=gap.body)
             return Decision(gap.status, gap.body)
-        message = reply_message(rule.reply, conv, self.scenario.provider.call_ids, wire.call_id)
+        fresh = self.scenario.provider.call_ids is CallIds.FRESH
+        with self._lock:
+            issued = self._issued
+            # Counted only where ids depend on it: elsewhere the state a crash leaves (and so
+            # which crash points share a recovery, under --states) stays what it was.
+            self._issued += len(rule.reply.tool_calls) if fresh else 0
+        message = reply_message(rule.reply, conv, self.scenario.provider.call_ids, wire.call_id, issued)
         rendered = wire.render(message, request, self.responses)
         self._record(wire, messages, tools, 200, rule=rule.name, reply=message)
         return Decision(200, rendered.body, events=rendered.events)

@@ -47,12 +47,14 @@ def chat_call_id(k: int) -> str:
 
 
 def reply_message(reply: Reply, conv: Conversation, call_ids: CallIds = CallIds.HISTORY,
-                  call_id: Callable[[int], str] = chat_call_id) -> dict[str, Any]:
+                  call_id: Callable[[int], str] = chat_call_id, issued: int = 0) -> dict[str, Any]:
     """The assistant message. Call ids are `call_<k>` (or the wire's format for k): with HISTORY,
     k counts the calls already in the history (unique within a history); with PER_RESPONSE, k
-    counts from 0 in every reply (ids repeat across turns). Either way they are identical when
-    the history repeats."""
-    first = conv.tool_calls_so_far if call_ids is CallIds.HISTORY else 0
+    counts from 0 in every reply (ids repeat across turns); either way they are identical when
+    the history repeats. With FRESH, k counts the calls this case's fake has answered before
+    (`issued`), as a real service gives a new id in every response: a history asked again after
+    a crash gets new ids."""
+    first = {CallIds.HISTORY: conv.tool_calls_so_far, CallIds.FRESH: issued}.get(call_ids, 0)
     text = None if reply.text is None else _render(reply.text, conv)
     message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
     if reply.tool_calls:

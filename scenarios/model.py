@@ -171,6 +171,10 @@ class CallIds(StrEnum):
     # `call_0`, `call_1`, ... in every reply, as some providers do: ids repeat across turns and
     # runs, so an agent must match results to calls within a turn, not across the session.
     PER_RESPONSE = "per-response"
+    # A new id in every response, as real services give them: `call_<k>`, k counting the calls
+    # the fake has answered in the case. A history asked again (after a crash) gets new ids, so
+    # an agent that keys a downstream request on the call id is seen re-keying it.
+    FRESH = "fresh"
 
 
 # What each closed vocabulary is called in an error message ("unknown tool 'rm'; ...").
@@ -615,7 +619,9 @@ class ProviderSettings(Table, frozen=True):
     ))] = "outcome is unknown"
     call_ids: Annotated[CallIds, Meta(description=(
         "history: call_<k>, k counting the calls already in the history (unique ids); "
-        "per-response: every reply numbers its calls from call_0, so ids repeat across turns"
+        "per-response: every reply numbers its calls from call_0, so ids repeat across turns; "
+        "fresh: a new id in every response, as real services give them (a history asked again "
+        "after a crash gets new ids)"
     ))] = CallIds.HISTORY
 
 
@@ -895,6 +901,9 @@ class Service(Table, frozen=True, kw_only=True):
         "a status query, GET PATH with {key} (by dedup key) or {id} (by operation id): 200 with "
         "the operation's response, 404 when there is none"))] = None
     tool: EffectTool = None
+    url_env: Annotated[Annotated[str, Meta(pattern=r"^[A-Z_][A-Z0-9_]*$")] | None, Meta(description=(
+        "also give the base URL in this environment variable, the one your client already reads "
+        "(e.g. MAIL_API_URL)"))] = None
 
     def __post_init__(self) -> None:
         if self.dedup.where == "none" and self.status is None:
@@ -911,6 +920,11 @@ class Service(Table, frozen=True, kw_only=True):
     def env(self) -> str:
         """The environment variable that holds the service's base URL."""
         return f"CRASHMATRIX_SERVICE_{self.name.upper()}_URL"
+
+    @property
+    def envs(self) -> tuple[str, ...]:
+        """Every variable the base URL is given in: `env`, and `url_env` when set."""
+        return (self.env,) if self.url_env is None else (self.env, self.url_env)
 
 
 class Scenario(Table, frozen=True, kw_only=True):

@@ -296,7 +296,7 @@ class CaseRunner:
         host = self.config.downstream
         assert host is not None  # _check_supported refused the case otherwise
         urls = host.register(case_key, scenario.services)
-        return {s.env: urls[s.name] for s in scenario.services}
+        return {env: urls[s.name] for s in scenario.services for env in s.envs}
 
     def _downstream_count(self, case_key: str, services: Mapping[str, str]) -> int:
         host = self.config.downstream

@@ -161,7 +161,8 @@ def renamed(state: CaseState, old: str, new: str) -> CaseState:
     text = json.dumps(state.to_json(), ensure_ascii=False).replace(old, new)
     data: dict[str, Any] = json.loads(text)
     records = tuple(RequestRecord(**r) for r in data["records"])
-    return dataclasses.replace(state, records=records, responses=data["responses"])
+    return dataclasses.replace(state, records=records, responses=data["responses"],
+                               issued=int(data.get("issued", 0)))
 
 
 def key(case_dir: Path, provider: CaseState, *context: object) -> str:

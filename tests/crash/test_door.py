@@ -21,7 +21,7 @@ STORE_BOUND = {"log-integrity", "pairing", "no-silent-success", "safe-rerun", "f
                "scenario-oracle", "liveness", "at-most-once",
                "continuation", "resume-budget", "queued-input", "retry-intent",
                "intent-before-effect", "reserved-result", "durable-commits", "final-ends-run",
-               "retry-bound",
+               "retry-bound", "downstream-key", "status-before-resend", "downstream-backed",
                # Not the store: the toy adapter declares no `concurrent`, so no second process.
                "one-writer"}
 

@@ -89,3 +89,31 @@ def test_the_agents_sdk_double_send_is_flagged_where_the_outbox_holds_two(tmp_pa
     fixed = matrix("openai-agents:support_agents.fixed:build", tmp_path / "fixed")
     assert {emails for _, emails in fixed.values()} == {1}
     assert not any("at-most-once" in invariants(r) for r, _ in fixed.values())
+
+
+def downstream_verdicts(agent: str, out: Path) -> dict[str, set[str]]:
+    """refund-api's failing cases and their invariants (a mail API keyed on the tool-call id)."""
+    proc = subprocess.run([sys.executable, "-m", "crashmatrix", "run", "--agent", agent, "--scenarios",
+                           "scenarios", "--scenario", "refund-api", "--json", "--out", str(out)],
+                          cwd=EXAMPLE, capture_output=True, text=True, timeout=900, check=False,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(results) > 20
+    return {r["case"]: invariants(r) for r in results if r["verdict"] != "pass"}
+
+
+def test_a_call_id_key_holds_where_the_framework_reruns_the_saved_call(tmp_path: Path) -> None:
+    # LangGraph re-runs the tool call it saved, with its id: the mail API replays the first send.
+    assert downstream_verdicts("langgraph:support_lg.api:build", tmp_path) == {}
+
+
+def test_a_call_id_key_fails_where_the_framework_asks_the_model_again(tmp_path: Path) -> None:
+    # The Agents SDK runs the request again; with fresh ids the model's new call brings a new key.
+    failing = downstream_verdicts("openai-agents:support_agents.api:build", tmp_path)
+    doubled = {case for case, found in failing.items() if "at-most-once" in found}
+    assert doubled == {"refund-api/14:effect.after:send_email/kill",
+                       "refund-api/15:commit.before:call.send_email,result.send_email/kill"}
+    assert all("downstream-key" in failing[case] for case in doubled)
+    assert {i for found in failing.values() for i in found} == {"at-most-once", "downstream-key",
+                                                               "continuation"}

@@ -373,3 +373,17 @@ def test_one_thread_serves_every_request_and_connection(tmp_path: Path) -> None:
         for conn in conns:
             conn.close()
     assert provider_threads(before) == []
+
+
+def test_fresh_call_ids_are_new_in_every_response_and_survive_a_restored_state(
+        tmp_path: Path, provider: FakeProvider) -> None:
+    # As a real model gives them: the same history asked again (a restart) gets new ids, so an
+    # agent keying a downstream request on the call id re-keys it.
+    scenario = scenario_from(tmp_path, TWO_TURNS.format(provider='[provider]\ncall_ids = "fresh"'))
+    url = provider.register("fresh", scenario)
+    assert [c[0] for c in calls_of(post(url, request())[1])] == ["call_0", "call_1"]
+    assert [c[0] for c in calls_of(post(url, request())[1])] == ["call_2", "call_3"]
+    # A crash state carries the count: a case started from it goes on numbering where it was.
+    again = provider.register("fresh-again", scenario, provider.state("fresh"))
+    assert provider.state("fresh").issued == 4
+    assert [c[0] for c in calls_of(post(again, request())[1])] == ["call_4", "call_5"]
