@@ -26,7 +26,8 @@ class Outcome(StrEnum):
     REPLAYED = "replayed"  # a seen key, the same body: the first answer again, nothing applied
     CONFLICT = "conflict"  # a seen key, another body: 422, nothing applied
     STATUS = "status"  # a status query that found its operation: 200
-    NOT_FOUND = "not_found"  # a status query that found none, or a path the service lacks: 404
+    NOT_FOUND = "not_found"  # a status query that found no operation: 404
+    NO_ROUTE = "no_route"  # a path the service lacks: 404 (no status query, whatever it asked)
     REFUSED = "refused"  # a bad request (400) or a method the path does not take (405)
 
 
@@ -187,7 +188,7 @@ class ServiceState:
                 outcome, status = Outcome.REFUSED, 405
                 data = _error(f"{method} is not allowed on {path}", "invalid_request_error")
             else:
-                outcome, status, data = Outcome.NOT_FOUND, 404, no_route(method, path)
+                outcome, status, data = Outcome.NO_ROUTE, 404, no_route(method, path)
         except _BadRequest as bad:
             outcome, status = Outcome.REFUSED, 400
             data = _error(str(bad), "invalid_request_error")

@@ -884,6 +884,9 @@ class Endpoint(Table, frozen=True, kw_only=True):
         _freeze(self, "response")
 
 
+# What `url_env` may not replace: the agent's own process needs them, or the harness sets them.
+RESERVED_ENV = frozenset({"PATH", "HOME", "SHELL", "USER", "TMPDIR", "LANG", "PWD", "OPENAI_BASE_URL"})
+RESERVED_ENV_PREFIXES = ("PYTHON", "LD_", "LC_", "CRASHMATRIX_")
 STATUS_PATH = r"^/[A-Za-z0-9._~/-]*\{(key|id)\}[A-Za-z0-9._~/-]*$"
 
 
@@ -912,6 +915,10 @@ class Service(Table, frozen=True, kw_only=True):
             raise FieldError("a service with no dedup key and no status query leaves an agent no "
                              "way to learn whether an operation applied; set dedup (a key) or "
                              "status (a query)", "status")
+        if self.url_env is not None and (self.url_env in RESERVED_ENV or self.url_env.startswith(
+                RESERVED_ENV_PREFIXES)):
+            raise FieldError(f"{self.url_env!r} is a variable the agent or the harness needs; name "
+                             "the one your client reads for this service's URL", "url_env")
         if self.status is not None and "{key}" in self.status and self.dedup.where == "none":
             raise FieldError("a status query by {key} needs a dedup key; query by {id}, or set dedup",
                              "status")
@@ -994,10 +1001,15 @@ class Scenario(Table, frozen=True, kw_only=True):
                     raise FieldError(f"tool {er.tool!r} is not enabled; enabled: {', '.join(enabled)}",
                                      "expect", name, i, "tool")
         seen_services: set[str] = set()
+        seen_envs: set[str] = set()
         for i, service in enumerate(self.services):
             if service.name in seen_services:
                 raise FieldError(f"duplicate service name {service.name!r}", "services", i, "name")
             seen_services.add(service.name)
+            if service.url_env is not None and service.url_env in seen_envs:
+                raise FieldError(f"another service already gives its URL in {service.url_env!r}",
+                                 "services", i, "url_env")
+            seen_envs.update(service.envs)
             if service.tool is not None and service.tool not in enabled:
                 raise FieldError(f"tool {service.tool!r} is not enabled; enabled: {', '.join(enabled)}",
                                  "services", i, "tool")

@@ -150,7 +150,8 @@ class CrashStates:
 
     def usable(self, case: Case, scenario: Scenario) -> bool:
         """Whether the case can start from its parent's snapshot (or, a FREEZE case, share a host)."""
-        if not case.schedule or case.blackbox:
+        if not case.schedule or case.blackbox or scenario.services:
+            # A downstream service's record is not in the case tree: no snapshot holds it.
             return False
         step = case.schedule[-1]
         fault = self.runner.fault(step.fault)

@@ -134,7 +134,7 @@ class DownstreamRequest:
     method: str
     path: str
     key: str | None  # the dedup key as sent (None: none sent, or the service dedups nothing)
-    outcome: str  # applied | replayed | conflict | status | not_found | refused
+    outcome: str  # applied | replayed | conflict | status | not_found | no_route | refused
     status: int
     op: str | None  # the operation applied or replayed (op_1, ...)
     incarnation: int | None = None  # which incarnation sent it, by when it arrived

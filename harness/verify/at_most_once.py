@@ -173,11 +173,12 @@ def _downstream_effects(obs: Observation, table: CallTable, service: Service, fl
     assert service.tool is not None
     applied = [r for r in obs.downstream if r.service == service.name and r.applied]
     sites = table.of_tool(service.tool)
-    if len(sites) == 1:
-        seen.add(sites[0].index)
+    # Each call of the service's tool sends it one operation (the scenario says so by naming the
+    # tool), so the service's record, complete and after dedup, judges every repeat of them.
+    seen.update(s.index for s in sites)
     if len(applied) <= len(sites) or (sites and all(s.index in flagged for s in sites)):
         return []
-    shown = ", ".join(f"{r.op} (request #{r.seq}, inc{r.incarnation}, key {r.key or 'none'})"
+    shown = ", ".join(f"{r.op} (request #{r.seq}, inc{r.incarnation}, {'keyed' if r.key else 'no key'})"
                       for r in applied)
     what = f"service {service.name} applied {len(applied)} operations: {shown}"
     if len(sites) == 1:

@@ -6,13 +6,19 @@ from crashmatrix.harness.records.observation import DownstreamRequest, Observati
 from crashmatrix.scenarios.model import Service
 
 SUBMITTED = ("applied", "replayed", "conflict")  # a create the service took as a submission
-QUERIED = ("status", "not_found")
+QUERIED = ("status", "not_found")  # answered on the status path (`no_route` is any other path)
 
 
 def submissions(obs: Observation, service: Service) -> list[DownstreamRequest]:
     """The create requests the service took as submissions (applied, replayed or refused as a
     key conflict), in arrival order."""
     return [r for r in obs.downstream if r.service == service.name and r.outcome in SUBMITTED
+            and r.method == service.create.method and r.path == service.create.path]
+
+
+def creates(obs: Observation, service: Service) -> list[DownstreamRequest]:
+    """Every request to the create endpoint the service answered, whatever it answered."""
+    return [r for r in obs.downstream if r.service == service.name
             and r.method == service.create.method and r.path == service.create.path]
 
 
@@ -23,6 +29,13 @@ def queries(obs: Observation, service: Service) -> list[DownstreamRequest]:
 
 
 def shown(requests: list[DownstreamRequest]) -> str:
-    """`#1 inc1 key k1 applied op_1, #2 inc2 key k2 applied op_2`, for messages."""
-    return ", ".join(f"#{r.seq} inc{r.incarnation} key {r.key or 'none'} {r.outcome}"
-                     + (f" {r.op}" if r.op else "") for r in requests)
+    """`#1 inc1 key A applied op_1, #2 inc2 key B applied op_2`, for messages: keys by letter, in
+    order of first use (an agent's key may be random; the message stays the same across runs,
+    the evidence keeps the keys themselves)."""
+    letters: dict[str, str] = {}
+    for r in requests:
+        if r.key is not None and r.key not in letters:
+            n = len(letters)
+            letters[r.key] = chr(ord("A") + n % 26) + ("" if n < 26 else str(n // 26))
+    return ", ".join(f"#{r.seq} inc{r.incarnation} key {letters[r.key] if r.key is not None else 'none'} "
+                     f"{r.outcome}" + (f" {r.op}" if r.op else "") for r in requests)

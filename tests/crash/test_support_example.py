@@ -106,6 +106,13 @@ def downstream_verdicts(agent: str, out: Path) -> dict[str, set[str]]:
 def test_a_call_id_key_holds_where_the_framework_reruns_the_saved_call(tmp_path: Path) -> None:
     # LangGraph re-runs the tool call it saved, with its id: the mail API replays the first send.
     assert downstream_verdicts("langgraph:support_lg.api:build", tmp_path) == {}
+    case = "refund-api/35:effect.after:send_email/kill"
+    repro = subprocess.run([sys.executable, "-m", "crashmatrix", "repro", case, "--scenarios", "scenarios",
+                            "--agent", "langgraph:support_lg.api:build"],
+                           cwd=EXAMPLE, capture_output=True, text=True, timeout=300, check=False,
+                           stdin=subprocess.DEVNULL)
+    assert "#1 inc1 mail POST /messages key=call_1 -> 201 applied op_1" in repro.stdout, repro.stdout[-2000:]
+    assert "#2 inc2 mail POST /messages key=call_1 -> 201 replayed op_1" in repro.stdout
 
 
 def test_a_call_id_key_fails_where_the_framework_asks_the_model_again(tmp_path: Path) -> None:

@@ -155,11 +155,11 @@ def test_status_query_by_id_answers_the_stored_response_or_404() -> None:
 
 
 @pytest.mark.parametrize(("method", "path", "status", "outcome"), [
-    ("GET", "/elsewhere", 404, Outcome.NOT_FOUND),
-    ("POST", "/messages/extra/segment", 404, Outcome.NOT_FOUND),
+    ("GET", "/elsewhere", 404, Outcome.NO_ROUTE),
+    ("POST", "/messages/extra/segment", 404, Outcome.NO_ROUTE),
     ("GET", "/messages", 405, Outcome.REFUSED),
     ("DELETE", "/messages/k1", 405, Outcome.REFUSED),
-    ("POST", "", 404, Outcome.NOT_FOUND),
+    ("POST", "", 404, Outcome.NO_ROUTE),
 ])
 def test_other_requests_are_404_or_405_and_apply_nothing(method: str, path: str, status: int,
                                                          outcome: Outcome) -> None:

@@ -14,7 +14,15 @@ from crashmatrix.harness.records.violation import InvariantId
 from crashmatrix.harness.verify import verify
 from crashmatrix.scenarios import ScenarioError, load_file
 from crashmatrix.scenarios.schema import parse_scenario
-from tests.support.framework_case import REFUND, outbox, refund_case, refund_scenario
+from tests.support.framework_case import (
+    KEYED_MAIL,
+    REFUND,
+    UNKEYED_MAIL,
+    mailed,
+    outbox,
+    refund_case,
+    refund_scenario,
+)
 
 Id = InvariantId
 
@@ -304,6 +312,13 @@ def test_a_downstream_that_applied_one_call_twice_is_at_most_once() -> None:
     ('name = "Mail"\ncreate = { path = "/m" }', "services[0].name", "does not match"),
     ('name = "mail"\ncreate = { path = "/m" }\ndedup = "header:K"\ntool = "fax"', "services[0].tool",
      "tool 'fax' is not enabled"),
+    ('name = "mail"\ncreate = { path = "/m" }\ndedup = "header:K"\nurl_env = "PATH"', "services[0].url_env",
+     "is a variable the agent or the harness needs"),
+    ('name = "mail"\ncreate = { path = "/m" }\ndedup = "header:K"\nurl_env = "CRASHMATRIX_SERVICE_SMS_URL"',
+     "services[0].url_env", "is a variable the agent or the harness needs"),
+    ('name = "mail"\ncreate = { path = "/m" }\ndedup = "header:K"\nurl_env = "API"\n[[services]]\n'
+     'name = "sms"\ncreate = { path = "/s" }\ndedup = "header:K"\nurl_env = "API"', "services[1].url_env",
+     "another service already gives its URL in 'API'"),
 ])
 def test_a_wrong_service_is_a_scenario_error(tmp_path: Path, service: str, field: str, says: str) -> None:
     source = tmp_path / "s.toml"
@@ -312,3 +327,21 @@ def test_a_wrong_service_is_a_scenario_error(tmp_path: Path, service: str, field
         load_file(source)
     assert info.value.field == field, info.value
     assert says in info.value.message, info.value
+
+
+
+def test_a_request_elsewhere_is_no_status_query() -> None:
+    # GET /health before the re-send asks the service nothing about the operation.
+    obs, scenario = mailed(UNKEYED_MAIL, ("applied", None, 1), ("applied", None, 2))
+    obs.downstream.insert(1, DownstreamRequest(2, "mail", "GET", "/health", None, "no_route", 404, None, 2))
+    assert Id.STATUS_BEFORE_RESEND in ids((obs, scenario))
+    asked, scenario = mailed(UNKEYED_MAIL, ("applied", None, 1), ("not_found", None, 2), ("applied", None, 2))
+    assert Id.STATUS_BEFORE_RESEND not in ids((asked, scenario))
+
+
+def test_a_refusal_the_tool_reports_in_plain_text_is_not_called_an_invented_success() -> None:
+    # The service answered (400), the tool's text says so, the verifier cannot read it as an error.
+    obs, scenario = mailed(KEYED_MAIL, ("refused", "k-1", 1), emails_sent=1)
+    assert Id.DOWNSTREAM_BACKED not in ids((obs, scenario))
+    invented, scenario = mailed(KEYED_MAIL, emails_sent=1)
+    assert Id.DOWNSTREAM_BACKED in ids((invented, scenario))
