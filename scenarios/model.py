@@ -840,6 +840,9 @@ class Expect(Table, frozen=True):
         return tuple(r for r in rules if r.tool is not None)
 
 
+DEDUP_PATTERN = r"^(none|header:[!#$%&'*+.^_`|~0-9A-Za-z-]+|body:[^\s.]+)$"
+
+
 class Dedup(_StringValue):
     """How a downstream service recognises a repeated submission, written `header:NAME` (a request
     header, as Stripe's `Idempotency-Key`), `body:FIELD` (a field of the JSON body, as many order
@@ -849,7 +852,7 @@ class Dedup(_StringValue):
     where: str  # header | body | none
     name: str | None
     expected: ClassVar[str] = 'a dedup rule: "header:NAME", "body:FIELD" or "none"'
-    json_schema: ClassVar[dict[str, Any]] = {"type": "string", "pattern": r"^(none|header:\S+|body:\S+)$"}
+    json_schema: ClassVar[dict[str, Any]] = {"type": "string", "pattern": DEDUP_PATTERN}
 
     def __init__(self, where: str, name: str | None = None) -> None:
         object.__setattr__(self, "where", where)
@@ -857,13 +860,13 @@ class Dedup(_StringValue):
 
     @classmethod
     def parse(cls, text: str) -> Dedup:
-        where, sep, name = text.partition(":")
-        if text == "none":
-            return cls("none")
-        if where not in ("header", "body") or not sep or not name.strip() or name.strip() != name:
-            raise FieldError(f"{text!r} is not a dedup rule; expected \"header:NAME\", "
-                             "\"body:FIELD\" or \"none\"")
-        return cls(where, name)
+        # A header name is an HTTP token (RFC 9110): one with a space could never be sent, so the
+        # rule would silently dedup nothing.
+        if not re.match(DEDUP_PATTERN, text):
+            raise FieldError(f"{text!r} is not a dedup rule; expected \"header:NAME\" (an HTTP "
+                             "header name), \"body:FIELD\" (a top-level JSON field) or \"none\"")
+        where, _, name = text.partition(":")
+        return cls("none") if text == "none" else cls(where, name)
 
     def __str__(self) -> str:
         return self.where if self.name is None else f"{self.where}:{self.name}"

@@ -309,6 +309,8 @@ def test_a_downstream_that_applied_one_call_twice_is_at_most_once() -> None:
      "a status query by {key} needs a dedup key"),
     ('name = "mail"\ncreate = { path = "/m" }\ndedup = "cookie:x"', "services[0].dedup",
      "is not a dedup rule"),
+    ('name = "mail"\ncreate = { path = "/m" }\ndedup = "header:Idem potency"', "services[0].dedup",
+     "an HTTP header name"),
     ('name = "Mail"\ncreate = { path = "/m" }', "services[0].name", "does not match"),
     ('name = "mail"\ncreate = { path = "/m" }\ndedup = "header:K"\ntool = "fax"', "services[0].tool",
      "tool 'fax' is not enabled"),
