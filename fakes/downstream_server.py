@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from crashmatrix.fakes import downstream, http1
 from crashmatrix.fakes.downstream import Downstream, DownstreamRecord
+from crashmatrix.fakes.served import Served
 from crashmatrix.scenarios.model import Service
 
 # Loopback only, never a parameter: the agent under test reaches it, nothing else should.
@@ -24,7 +24,7 @@ def _json(status: int, data: Any) -> http1.Reply:
     return http1.Reply(status, json.dumps(data, ensure_ascii=False).encode())
 
 
-class FakeDownstream:
+class FakeDownstream(Served):
     """The downstream services of many cases at once: each case gets its own services, keys,
     operations and record, under `http://127.0.0.1:PORT/<case_key>/<service>`.
 
@@ -35,51 +35,13 @@ class FakeDownstream:
     to a case or service not registered get 404 and are recorded nowhere.
     """
 
+    thread_name = "fake-downstream"
+    max_body = MAX_BODY
+
     def __init__(self, port: int = 0) -> None:
-        self._address = (HOST, port)
+        super().__init__((HOST, port))
         self._cases: dict[str, Downstream] = {}
         self._lock = threading.Lock()
-        self._server: http1.Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> FakeDownstream:
-        if self._server is not None:
-            raise RuntimeError("FakeDownstream already started")
-        self._server = http1.Server(self._address, self._answer, max_body=MAX_BODY)
-        # One thread serves every connection (http1's loop), as for the fake provider.
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        name="fake-downstream", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving: every socket closes, the thread is joined; the records stay readable."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        server.stop()
-        if thread is not None:
-            thread.join()
-        self._server = self._thread = None
-
-    def __enter__(self) -> FakeDownstream:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-
-    @property
-    def address(self) -> tuple[str, int]:
-        """The listening socket's address as bound (host, port)."""
-        if self._server is None:
-            raise RuntimeError("FakeDownstream is not started")
-        return self._server.server_address
-
-    @property
-    def port(self) -> int:
-        return self.address[1]
 
     # -- requests ----------------------------------------------------------------------------
     def _answer(self, request: http1.Request) -> http1.Reply:

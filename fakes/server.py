@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import threading
-from types import TracebackType
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from crashmatrix.fakes import api_errors, http1, sse
 from crashmatrix.fakes.case import Case, CaseState, Decision
 from crashmatrix.fakes.records import RequestRecord
+from crashmatrix.fakes.served import Served
 from crashmatrix.fakes.wire import Wire
 from crashmatrix.fakes.wire_anthropic import ANTHROPIC
 from crashmatrix.fakes.wire_chat import CHAT
@@ -62,7 +62,7 @@ def _error(err: api_errors.ApiError) -> http1.Reply:
     return _reply(Decision(err.status, err.body))
 
 
-class FakeProvider:
+class FakeProvider(Served):
     """A scripted provider serving many cases at once, on three wires: OpenAI Chat Completions,
     OpenAI Responses and Anthropic Messages (docs/wires.md), one scenario script for all.
 
@@ -70,41 +70,12 @@ class FakeProvider:
     (`http://127.0.0.1:PORT/<case_key>/v1`), its own fault schedule and its own request log.
     """
 
+    thread_name = "fake-provider"
+
     def __init__(self, port: int = 0, host: str = "127.0.0.1") -> None:
-        self._address = (host, port)
+        super().__init__((host, port))
         self._cases: dict[str, Case] = {}
         self._lock = threading.Lock()
-        self._server: http1.Server | None = None
-        self._thread: threading.Thread | None = None
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> FakeProvider:
-        if self._server is not None:
-            raise RuntimeError("FakeProvider already started")
-        self._server = http1.Server(self._address, self._answer)
-        # One thread serves every connection (http1's loop); requests get no thread of their own.
-        self._thread = threading.Thread(target=self._server.serve_forever, name="fake-provider",
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving: held (timeout) responses end at once, every socket closes, the thread
-        is joined."""
-        server, thread = self._server, self._thread
-        if server is None:
-            return
-        server.stop()
-        if thread is not None:
-            thread.join()
-        self._server = self._thread = None
-
-    def __enter__(self) -> FakeProvider:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     # -- requests ----------------------------------------------------------------------------
     def _answer(self, request: http1.Request) -> http1.Reply:
@@ -134,12 +105,6 @@ class FakeProvider:
         return _reply(case.handle(payload, wire))
 
     # -- cases -------------------------------------------------------------------------------
-    @property
-    def port(self) -> int:
-        if self._server is None:
-            raise RuntimeError("FakeProvider is not started")
-        return self._server.server_port
-
     def base_url(self, case_key: str) -> str:
         """The OpenAI base URL for a case (Chat Completions and Responses); any string is a
         valid key (it is URL-quoted)."""

@@ -632,6 +632,22 @@ def count_lines(text: str | None, line: str) -> int:
     return sum(1 for got in text.splitlines() if got == line)
 
 
+def _fold_count(rule: Any) -> None:
+    """`count = N` is shorthand for `min = max = N` (then None), so equal rules compare equal;
+    a rule must bound something."""
+    if rule.count is not None:
+        if rule.min != 0 or rule.max is not None:
+            raise FieldError("use either 'count' or 'min'/'max', not both", "count")
+        force_setattr(rule, "min", rule.count)
+        force_setattr(rule, "max", rule.count)
+        force_setattr(rule, "count", None)
+    if rule.max is None and rule.min == 0:
+        # Also refuses a lone `min = 0`: such a rule would accept any count.
+        raise FieldError("expected 'count', or 'min' (>= 1) and/or 'max'")
+    if rule.max is not None and rule.max < rule.min:
+        raise FieldError(f"must be >= min ({rule.min})", "max")
+
+
 class LineRule(Table, frozen=True):
     """How many times one exact line may appear in a workspace file at the end.
 
@@ -656,17 +672,7 @@ class LineRule(Table, frozen=True):
         force_setattr(self, "path", _at(relative_path, self.path, "path"))
         if "\n" in self.line:
             raise FieldError("expected a single line (no newline)", "line")
-        if self.count is not None:
-            if self.min != 0 or self.max is not None:
-                raise FieldError("use either 'count' or 'min'/'max', not both", "count")
-            force_setattr(self, "min", self.count)
-            force_setattr(self, "max", self.count)
-            force_setattr(self, "count", None)
-        if self.max is None and self.min == 0:
-            # Also refuses a lone `min = 0`: such a rule would accept any count.
-            raise FieldError("expected 'count', or 'min' (>= 1) and/or 'max'")
-        if self.max is not None and self.max < self.min:
-            raise FieldError(f"must be >= min ({self.min})", "max")
+        _fold_count(self)
 
     def accepts(self, count: int, *, crashes: int, boundary_reached: bool) -> bool:
         """Judge a final count given the case's crash count and whether any incarnation
@@ -695,21 +701,6 @@ Files = Annotated[Mapping[str, str], Meta(description="path = \"exact text\"")]
 
 def _paths(files: Mapping[str, str], name: str) -> MappingProxyType[str, str]:
     return MappingProxyType({_at(relative_path, k, name, k): v for k, v in files.items()})
-
-
-def _fold_count(rule: Any) -> None:
-    """`count = N` is shorthand for `min = max = N` (then None), so equal rules compare equal;
-    a rule must bound something."""
-    if rule.count is not None:
-        if rule.min != 0 or rule.max is not None:
-            raise FieldError("use either 'count' or 'min'/'max', not both", "count")
-        force_setattr(rule, "min", rule.count)
-        force_setattr(rule, "max", rule.count)
-        force_setattr(rule, "count", None)
-    if rule.max is None and rule.min == 0:
-        raise FieldError("expected 'count', or 'min' (>= 1) and/or 'max'")
-    if rule.max is not None and rule.max < rule.min:
-        raise FieldError(f"must be >= min ({rule.min})", "max")
 
 
 EffectTool = Annotated[AnyTool | None, Meta(description=(

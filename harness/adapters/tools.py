@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ def declared_policies(adapter: object) -> dict[str, Policy]:
     return {t.name: Policy(t.policy.value) for t in declared_tools_of(adapter) or () if t.policy is not None}
 
 
+@functools.cache
 def reference_tools() -> tuple[ToolSpec, ...]:
     """The reference agent's tools (crashmatrix.agent.tools), as its adapters declare them, each
     with the policy the agent registers for it (`read` safe, the others never)."""

@@ -20,7 +20,7 @@ import click
 from tabulate import tabulate
 
 from crashmatrix.fakes import FakeDownstream, FakeProvider
-from crashmatrix.harness.adapters.interface import Adapter, Capability, PreflightError, declared_tools_of
+from crashmatrix.harness.adapters.interface import Adapter, Capability, PreflightError
 from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
 from crashmatrix.harness.adapters.requirements import agent_label, misfit, unmet
@@ -34,6 +34,7 @@ from crashmatrix.harness.cli.report import (
     report,
     say_completeness,
 )
+from crashmatrix.harness.cli.tools_table import tools_table
 from crashmatrix.harness.enumeration import blackbox_cases, parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.crash_states import Tally
@@ -635,30 +636,6 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
         for s in scenarios:
             for case in _enumerate(cfg, s, selected):
                 click.echo(case.case_id)
-
-
-def tools_table(shown: str, adapter: Adapter) -> str:
-    """The agent's declared tools as a table under its name (exit 2 when its app does not load)."""
-    try:
-        declared = declared_tools_of(adapter)
-    except PreflightError as exc:
-        fail(str(exc))
-    if declared is None:
-        return (f"{shown}: declares no tools (its adapter has no `declared_tools`): scenarios' tools "
-                "are taken on trust\n")
-    rows = [(t.name, t.policy.value if t.policy else "not declared (never unless a scenario says)",
-             _arguments(t.parameters)) for t in declared]
-    return f"{shown}:\n" + tabulate(rows, headers=["tool", "policy", "arguments"]) + "\n"
-
-
-def _arguments(schema: Mapping[str, Any] | None) -> str:
-    """`path: string, line: string` from an arguments schema (required ones unmarked, others `?`)."""
-    if not schema:
-        return "unknown"
-    props = schema.get("properties") or {}
-    required = set(schema.get("required") or ())
-    return ", ".join(f"{k}{'' if k in required else '?'}: {(v or {}).get('type', 'any')}"
-                     for k, v in props.items()) or "none"
 
 
 def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] | None = None) -> list[Case]:

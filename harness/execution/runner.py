@@ -15,7 +15,6 @@ import shutil
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -24,7 +23,8 @@ from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
 from crashmatrix.harness.adapters.tools import declared_policies
-from crashmatrix.harness.execution import blackbox
+from crashmatrix.harness.execution import blackbox, case_services
+from crashmatrix.harness.execution.case_services import DownstreamHost
 from crashmatrix.harness.execution.freeze_chain import FreezeChain
 from crashmatrix.harness.execution.fs_inject import inject_args, injected
 from crashmatrix.harness.execution.fs_trace import parse_file
@@ -46,7 +46,6 @@ from crashmatrix.harness.faults.registry import fault_named
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.observation import (
     Delivery,
-    DownstreamRequest,
     IncarnationRecord,
     Intrusion,
     Observation,
@@ -57,7 +56,7 @@ from crashmatrix.harness.records.output_tail import WINDOW
 from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT_S
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.harness.records.tree_image import TreeImage
-from crashmatrix.scenarios.model import Scenario, Service
+from crashmatrix.scenarios.model import Scenario
 
 # Permits granted at a time to an incarnation that is to run to its end.
 RUN_AHEAD = 256
@@ -71,16 +70,6 @@ class ProviderHost(Protocol):
     def state(self, case_key: str) -> CaseState: ...
 
     def requests(self, case_key: str) -> list[Any]: ...
-
-    def forget(self, case_key: str) -> None: ...
-
-
-class DownstreamHost(Protocol):
-    """The fake downstream services as the runner uses them (fakes.FakeDownstream)."""
-
-    def register(self, case_key: str, services: Sequence[Service]) -> dict[str, str]: ...
-
-    def records(self, case_key: str) -> list[Any]: ...
 
     def forget(self, case_key: str) -> None: ...
 
@@ -189,7 +178,7 @@ class CaseRunner:
         else:
             before = start.workspace_before
         case_key = case_dir.name
-        services = self._services(case_key, scenario)
+        services = case_services.register(cfg.downstream, case_key, scenario)
         url = cfg.provider.register(case_key, scenario, None if start is None else start.provider)
         deadline = time.monotonic() + cfg.case_timeout_s
         incarnations: list[IncarnationRecord] = [] if start is None else list(start.prefix)
@@ -211,10 +200,11 @@ class CaseRunner:
                 # Once accepted, always: the store is only read until the task is in it.
                 accepted = accepted or (restart and self.accepted(base, incarnations, probes))
                 spec, args, policies = _command(cfg.adapter, base, scenario, accepted)
+                sent = case_services.count(cfg.downstream, case_key, services)
                 record = IncarnationRecord(index, "recover" if accepted else "run", policies,
                                            requests_before=len(cfg.provider.requests(case_key)),
                                            commits_before=_count_lines(session / "session.jsonl"),
-                                           downstream_before=self._downstream_count(case_key, services))
+                                           downstream_before=sent)
                 record.settle = index == case.depth + 2
                 incarnations.append(record)
                 step = case.schedule[index - 1] if index <= case.depth else None
@@ -262,7 +252,7 @@ class CaseRunner:
         finally:
             raw_requests = cfg.provider.requests(case_key)
             cfg.provider.forget(case_key)
-            downstream = self._downstream_records(case_key, services, incarnations)
+            downstream = case_services.collect(cfg.downstream, case_key, services, incarnations)
         if self.stop.is_set():
             shutil.rmtree(case_dir, ignore_errors=True)
             raise CaseAborted(case.case_id)
@@ -288,37 +278,6 @@ class CaseRunner:
             probes=probes,
             downstream=downstream,
         )
-
-    def _services(self, case_key: str, scenario: Scenario) -> dict[str, str]:
-        """The case's downstream services, registered: environment variable -> base URL."""
-        if not scenario.services:
-            return {}
-        host = self.config.downstream
-        assert host is not None  # _check_supported refused the case otherwise
-        urls = host.register(case_key, scenario.services)
-        return {env: urls[s.name] for s in scenario.services for env in s.envs}
-
-    def _downstream_count(self, case_key: str, services: Mapping[str, str]) -> int:
-        host = self.config.downstream
-        return len(host.records(case_key)) if services and host is not None else 0
-
-    def _downstream_records(self, case_key: str, services: Mapping[str, str],
-                            incarnations: list[IncarnationRecord]) -> list[DownstreamRequest]:
-        """What the downstream recorded, each request given the incarnation that was running when
-        it arrived; the case is then forgotten by the downstream."""
-        host = self.config.downstream
-        if not services or host is None:
-            return []
-        raw = host.records(case_key)
-        host.forget(case_key)
-        out = []
-        for r in raw:
-            # The last incarnation started before the request arrived sent it.
-            inc = next((i.index for i in reversed(incarnations) if i.downstream_before < r.seq), None)
-            out.append(DownstreamRequest(seq=r.seq, service=r.service, method=r.method, path=r.path,
-                                         key=r.key, outcome=str(r.outcome), status=r.status, op=r.op,
-                                         incarnation=inc))
-        return out
 
     def spec_for(self, case_dir: Path, scenario: Scenario) -> LaunchSpec:
         """The spec of an incarnation in `case_dir`, before any restart policy applies (`_command`),

@@ -31,6 +31,7 @@ from crashmatrix.scenarios.model import (
 
 ID = InvariantId.AT_MOST_ONCE
 RULE = "a never-replay call may take effect at most once"
+EACH = "each call may take effect at most once"  # the rule where the world shows the effects
 IDEMPOTENT_RULE = "an idempotent call may run again only where the world shows it took effect once"
 # Scenarios make effects countable: a command that writes `.witness/NAME` adds one line per
 # real run, whatever the agent's probes claim.
@@ -137,6 +138,12 @@ def charged(rule: PatternRule | RecordRule, table: CallTable) -> list[CallSite]:
     return sites
 
 
+def _over(effects: int, sites: list[CallSite], flagged: set[int]) -> bool:
+    """More effects than the calls that could have made them, not yet reported by another view of
+    the world (every one of those calls already flagged)."""
+    return effects > len(sites) and not (sites and all(s.index in flagged for s in sites))
+
+
 def _world_effects(obs: Observation, table: CallTable, rule: PatternRule | RecordRule,
                    flagged: set[int], seen: set[int]) -> list[Violation]:
     """The effects an oracle names, counted in the workspace: more new ones than calls of the
@@ -148,18 +155,18 @@ def _world_effects(obs: Observation, table: CallTable, rule: PatternRule | Recor
     sites = charged(rule, table)
     if len(sites) == 1:
         seen.add(sites[0].index)
-    if grew <= len(sites) or (sites and all(s.index in flagged for s in sites)):
-        return []  # as many effects as calls, or already reported by another view of the world
+    if not _over(grew, sites, flagged):
+        return []
     what = (rule.describe() if isinstance(rule, RecordRule)
             else f"{rule.path} lines matching {rule.pattern!r}")
     lines = rule.matches(obs.workspace_after.get(rule.path))
     shown = ", ".join(str(n) for n in lines)
     if len(sites) == 1:
         msg = (f"{sites[0].name} took effect {grew} times: {what} gained {grew} (now at lines "
-               f"{shown}); each call may take effect at most once")
+               f"{shown}); {EACH}")
     else:
         msg = (f"{what} gained {grew} (now at lines {shown}), but only {len(sites)} {rule.tool} "
-               f"call(s) could have made them ({_ids(sites)}); each call may take effect at most once")
+               f"call(s) could have made them ({_ids(sites)}); {EACH}")
     flagged.update(s.index for s in sites)
     return [Violation(ID, msg, {"path": rule.path, "tool": rule.tool, "added": grew,
                                 "allowed": len(sites), "call_ids": [s.call_id for s in sites],
@@ -176,17 +183,15 @@ def _downstream_effects(obs: Observation, table: CallTable, service: Service, fl
     # Each call of the service's tool sends it one operation (the scenario says so by naming the
     # tool), so the service's record, complete and after dedup, judges every repeat of them.
     seen.update(s.index for s in sites)
-    if len(applied) <= len(sites) or (sites and all(s.index in flagged for s in sites)):
+    if not _over(len(applied), sites, flagged):
         return []
     shown = ", ".join(f"{r.op} (request #{r.seq}, inc{r.incarnation}, {'keyed' if r.key else 'no key'})"
                       for r in applied)
     what = f"service {service.name} applied {len(applied)} operations: {shown}"
     if len(sites) == 1:
-        msg = (f"{sites[0].name} took effect {len(applied)} times downstream: {what}; each call may "
-               "take effect at most once")
+        msg = f"{sites[0].name} took effect {len(applied)} times downstream: {what}; {EACH}"
     else:
-        msg = (f"{what}, but only {len(sites)} {service.tool} call(s) asked for them ({_ids(sites)}); "
-               "each call may take effect at most once")
+        msg = f"{what}, but only {len(sites)} {service.tool} call(s) asked for them ({_ids(sites)}); {EACH}"
     flagged.update(s.index for s in sites)
     return [Violation(ID, msg, {"service": service.name, "tool": service.tool, "applied": len(applied),
                                 "allowed": len(sites), "ops": [r.op for r in applied],
