@@ -18,7 +18,7 @@ from crashmatrix.agent.provider import ProviderClient, ProviderError
 from crashmatrix.agent.records import Entry, Outcome, Recovered, Replay, Role
 from crashmatrix.agent.recovery import Action, CallRepair, Plan, RecoveryBranch, parse_args, plan
 from crashmatrix.agent.state import SessionState, fold
-from crashmatrix.agent.tools import Registry, ToolResult, invoke
+from crashmatrix.agent.tools import CallContext, Registry, ToolResult, invoke
 
 SYSTEM_PROMPT = (
     "You are a careful coding agent. Use the tools to do the task. If a tool result says its "
@@ -171,7 +171,11 @@ class Agent:
             # unique in its response, so a report can tell this rerun from another call's effect.
             probe(ProbeKind.EFFECT_BEFORE, call.tool, call_id=call.call_id, result_id=msg_id,
                   recovery=True)
-            result = invoke(tool, self.config.workspace, repair.args)
+            # The ids the first attempt had, from tool_started: a key derived from them repeats.
+            # (Only a patched planner re-runs a call without one; it gets the ids it has.)
+            call_id = started["call_id"] if started else call.call_id
+            context = CallContext(msg_id, call_id, rerun=True)
+            result = invoke(tool, self.config.workspace, repair.args, context=context)
             probe(ProbeKind.EFFECT_AFTER, call.tool, call_id=call.call_id, result_id=msg_id,
                   recovery=True)
             return R.message(msg_id, run_id, Role.TOOL, result.content, tool_call_id=call.call_id,
@@ -248,9 +252,10 @@ class Agent:
                 result = ToolResult(f"ERROR: {why}", is_error=True)
             else:
                 self.commit([R.tool_started(run_id, assistant_id, call_id, name, args,
-                                            result_id, tool.replay)])
+                                            result_id, tool.replay_of(args))])
                 probe(ProbeKind.EFFECT_BEFORE, name, call_id=call_id, result_id=result_id)
-                result = invoke(tool, self.config.workspace, args)
+                context = CallContext(result_id, call_id, rerun=False)
+                result = invoke(tool, self.config.workspace, args, context=context)
                 probe(ProbeKind.EFFECT_AFTER, name, call_id=call_id, result_id=result_id)
             self.commit([R.message(result_id, run_id, Role.TOOL, result.content,
                                    tool_call_id=call_id, tool_name=name,

@@ -15,6 +15,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from crashmatrix.agent import downstream_call
 from crashmatrix.agent.records import Replay
 
 
@@ -43,7 +44,18 @@ class ToolSettings:
     bash_env: BashEnv = BashEnv.INHERIT
 
 
+@dataclass(frozen=True)
+class CallContext:
+    """Which call a tool runs for: the loop reserved `result_id` in tool_started before the run, so
+    it is the same on the first run and on every recovery re-run (`rerun`)."""
+
+    result_id: str
+    call_id: str
+    rerun: bool
+
+
 ToolFn = Callable[[Path, dict[str, Any], ToolSettings], ToolResult]
+CallFn = Callable[[Path, dict[str, Any], ToolSettings, CallContext | None], ToolResult]
 
 
 @dataclass(frozen=True)
@@ -54,6 +66,18 @@ class Tool:
     replay: Replay
     fn: ToolFn
     settings: ToolSettings = ToolSettings()
+    # A tool whose effect depends on which call it is (a key derived from the call) runs through
+    # `call`, which gets the CallContext; `fn` then serves callers that have none.
+    call: CallFn | None = None
+    # The replay one call records, from its arguments; it may only tighten `replay` (replay_of).
+    replay_by_args: Callable[[Any], Replay] | None = None
+
+    def replay_of(self, args: Any) -> Replay:
+        """The replay policy a call with these arguments records in tool_started: a NEVER in
+        force (the tool's own, or a scenario's override) is never loosened by the arguments."""
+        if self.replay is Replay.NEVER or self.replay_by_args is None:
+            return self.replay
+        return self.replay_by_args(args)
 
     def spec(self) -> dict[str, Any]:
         """The OpenAI `tools` entry for this tool."""
@@ -323,6 +347,24 @@ def _stop_run(ws: Path, args: dict[str, Any], settings: ToolSettings) -> ToolRes
     return ToolResult(f"stopping the run: {args['reason']}", terminate=True)
 
 
+def _post_json(ws: Path, args: dict[str, Any], settings: ToolSettings,
+               context: CallContext | None) -> ToolResult:
+    if context is None:
+        # No reserved ids, no key that stays the same after a crash: refuse rather than guess one.
+        raise ToolError("post_json: no call context (the agent loop passes the call's reserved "
+                        "result id, from which the idempotency key derives); nothing was sent")
+    try:
+        target = downstream_call.resolve(args, os.environ, context.result_id, context.call_id)
+    except downstream_call.SpecError as exc:
+        raise ToolError(f"post_json: {exc}; nothing was sent") from None
+    content, is_error = downstream_call.post(target, rerun=context.rerun)
+    return ToolResult(content, is_error=is_error)
+
+
+def _post_json_without_context(ws: Path, args: dict[str, Any], settings: ToolSettings) -> ToolResult:
+    return _post_json(ws, args, settings, None)
+
+
 BUILTINS: dict[str, Tool] = {
     t.name: t
     for t in (
@@ -339,6 +381,9 @@ BUILTINS: dict[str, Tool] = {
              Replay.NEVER, _bash),
         Tool("stop_run", "Ask the run to stop after this call.", _schema(reason="string"),
              Replay.NEVER, _stop_run),
+        # Safe to re-run because of its key and status query; a call with neither records never.
+        Tool("post_json", downstream_call.DESCRIPTION, downstream_call.PARAMETERS, Replay.SAFE,
+             _post_json_without_context, call=_post_json, replay_by_args=downstream_call.replay_of),
     )
 }
 
@@ -378,10 +423,13 @@ class Registry:
         return [t.spec() for t in self.tools.values()]
 
 
-def invoke(tool: Tool, workspace: Path, args: Any) -> ToolResult:
+def invoke(tool: Tool, workspace: Path, args: Any, *, context: CallContext | None = None
+           ) -> ToolResult:
     """Run a tool; every expected failure becomes an error result."""
     try:
         check_args(tool, args)
+        if tool.call is not None:
+            return tool.call(workspace, args, tool.settings, context)
         return tool.fn(workspace, args, tool.settings)
     except ToolError as exc:
         return ToolResult(f"ERROR: {exc}", is_error=True)

@@ -16,7 +16,7 @@ from crashmatrix.scenarios.model import Service
 # Deeper JSON is refused (400) before it is stored: a downstream body nests a few levels, and a
 # record must stay encodable by json.dumps wherever the harness writes it (the encoder recurses).
 MAX_JSON_DEPTH = 64
-_PLACEHOLDER = re.compile(r"\{(id|key)\}")
+_PLACEHOLDER = re.compile(r"\{(id|key|ref)\}")
 
 
 class Outcome(StrEnum):
@@ -29,6 +29,28 @@ class Outcome(StrEnum):
     NOT_FOUND = "not_found"  # a status query that found no operation: 404
     NO_ROUTE = "no_route"  # a path the service lacks: 404 (no status query, whatever it asked)
     REFUSED = "refused"  # a bad request (400) or a method the path does not take (405)
+    FAILED = "failed"  # a 5xx injected before the request was processed: nothing applied
+
+
+class Fate(StrEnum):
+    """What an injected fault does to the reply of the request it is at (the harness's faults
+    at downstream requests: harness/faults/downstream.py)."""
+
+    RESET = "reset"  # no reply: the connection is reset (the classic unknown outcome)
+    ERROR = "error"  # a 5xx error reply
+    HOLD = "hold"  # no reply until the client gives up (a timeout); then the connection closes
+    KILL = "kill"  # the agent is killed before the reply reaches it; the connection closes
+
+
+@dataclass(frozen=True)
+class Injection:
+    """A fault armed at one request of a case: whether the request is processed first (an
+    operation applied, replayed or found), then what happens to its reply."""
+
+    fault: str  # the fault kind's name, recorded with the request
+    applies: bool
+    fate: Fate
+    status: int = 503  # the reply's status, for Fate.ERROR (and what a FAILED request records)
 
 
 @dataclass(frozen=True)
@@ -44,8 +66,12 @@ class DownstreamRecord:
     key: str | None
     body: Any  # the parsed JSON body; None when empty or not JSON
     outcome: Outcome
-    status: int
+    status: int | None  # the reply's status; None: no reply reached the client (a fault)
     op: str | None  # the operation applied, replayed or found by a status query ("op_1", ...)
+    fault: str | None = None  # the fault injected at this request, if any
+    # create (to the create endpoint), status (a status query) or other (refused, no route):
+    # with the service, the crash point a fault at this request names (`d01:create:mail`).
+    kind: str = "other"
 
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -54,7 +80,7 @@ class DownstreamRecord:
 
 
 class Answer(NamedTuple):
-    status: int
+    status: int | None  # None: no reply is sent (an injected fault)
     data: Any  # the JSON response
     record: DownstreamRecord
 
@@ -62,6 +88,7 @@ class Answer(NamedTuple):
 class _Op(NamedTuple):
     id: str
     key: str | None
+    ref: str | None  # the service's reference field, as the body that applied it held it
     fingerprint: str  # the canonical JSON of the body that applied it
     response: str  # kept as JSON text: every answer decodes a fresh copy, none can alter it
 
@@ -85,6 +112,11 @@ def unknown_service(key: str, name: str) -> dict[str, Any]:
 
 def no_route(method: str, path: str) -> dict[str, Any]:
     return _error(f"no route for {method} {path}", "not_found")
+
+
+def _injected_error(injection: Injection) -> dict[str, Any]:
+    return _error(f"service unavailable (injected by crashmatrix: fault {injection.fault})",
+                  "server_error")
 
 
 def _reject_constant(name: str) -> Any:
@@ -138,6 +170,7 @@ class ServiceState:
         self.service = service
         self._ops: dict[str, _Op] = {}  # by operation id, in the order applied
         self._by_key: dict[str, _Op] = {}
+        self._by_ref: dict[str, _Op] = {}
         self._status: tuple[str, str, str] | None = None  # prefix, placeholder, suffix
         if service.status is not None:
             found = _PLACEHOLDER.search(service.status)
@@ -151,9 +184,9 @@ class ServiceState:
         return len(self._ops)
 
     def handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes, *,
-               seq: int = 1) -> Answer:
+               seq: int = 1, injection: Injection | None = None) -> Answer:
         """Answer one request (`path` relative to the service's base URL) and record it as the
-        case's request number `seq`."""
+        case's request number `seq`; `injection`: the fault armed at it."""
         create = self.service.create
         key: str | None = None
         payload: Any = None
@@ -165,8 +198,11 @@ class ServiceState:
             except _BadRequest as bad:
                 unparsable = bad  # recorded with body None; only the create call needs a body
         status_match = self._status_value(path)
+        status: int | None
+        kind = "other"
         try:
             if method == create.method and path == create.path:
+                kind = "create"
                 key = self._header_key(headers)
                 if unparsable is not None:
                     raise unparsable
@@ -174,16 +210,23 @@ class ServiceState:
                     raise _BadRequest("the request body must be a JSON object")
                 if self.service.dedup.where == "body":
                     key = self._body_key(payload)
-                outcome, status, data, op = self._create(key, payload)
-            elif status_match is not None and method == "GET":
-                by, value = status_match
-                key = value if by == "key" else None
-                op = (self._by_key if by == "key" else self._ops).get(value)
-                if op is None:
-                    outcome, status = Outcome.NOT_FOUND, 404
-                    data = _error(f"no operation with {by} {value!r}", "not_found")
+                if injection is not None and not injection.applies:
+                    outcome, status, data = self._failed(injection)
                 else:
-                    outcome, status, data = Outcome.STATUS, 200, json.loads(op.response)
+                    outcome, status, data, op = self._create(key, payload)
+            elif status_match is not None and method == "GET":
+                kind = "status"
+                by, value = status_match
+                key = None if by == "id" else value
+                if injection is not None and not injection.applies:
+                    outcome, status, data = self._failed(injection)
+                else:
+                    op = {"key": self._by_key, "ref": self._by_ref, "id": self._ops}[by].get(value)
+                    if op is None:
+                        outcome, status = Outcome.NOT_FOUND, 404
+                        data = _error(f"no operation with {by} {value!r}", "not_found")
+                    else:
+                        outcome, status, data = Outcome.STATUS, 200, json.loads(op.response)
             elif path == create.path or status_match is not None:
                 outcome, status = Outcome.REFUSED, 405
                 data = _error(f"{method} is not allowed on {path}", "invalid_request_error")
@@ -192,9 +235,18 @@ class ServiceState:
         except _BadRequest as bad:
             outcome, status = Outcome.REFUSED, 400
             data = _error(str(bad), "invalid_request_error")
+        if injection is not None and injection.fate is Fate.ERROR:
+            status, data = injection.status, _injected_error(injection)
+        elif injection is not None and injection.fate is not Fate.ERROR:
+            status = None  # the request was processed (or not); its reply never arrives
         record = DownstreamRecord(seq, self.service.name, method, path, key, payload, outcome,
-                                  status, op.id if op is not None else None)
+                                  status, op.id if op is not None else None,
+                                  injection.fault if injection is not None else None, kind)
         return Answer(status, data, record)
+
+    @staticmethod
+    def _failed(injection: Injection) -> tuple[Outcome, int, Any]:
+        return Outcome.FAILED, injection.status, _injected_error(injection)
 
     def _create(self, key: str | None, payload: dict[str, Any]
                 ) -> tuple[Outcome, int, Any, _Op | None]:
@@ -214,12 +266,26 @@ class ServiceState:
             # tell a replay from the first response, which is the point of the key.
             return Outcome.REPLAYED, 201, json.loads(seen.response), seen
         op_id = f"op_{len(self._ops) + 1}"
-        response = _render(self.service.create.response, {"id": op_id, "key": key or ""})
-        op = _Op(op_id, key, fingerprint, json.dumps(response, ensure_ascii=False))
+        ref = self._reference(payload)
+        response = _render(self.service.create.response,
+                           {"id": op_id, "key": key or "", "ref": ref or ""})
+        op = _Op(op_id, key, ref, fingerprint, json.dumps(response, ensure_ascii=False))
         self._ops[op_id] = op
         if key is not None:
             self._by_key[key] = op
+        if ref is not None:
+            # The first operation under a reference is the one a query finds: a second one under
+            # it is the double the query was there to prevent.
+            self._by_ref.setdefault(ref, op)
         return Outcome.APPLIED, 201, response, op
+
+    def _reference(self, payload: dict[str, Any]) -> str | None:
+        """The body's reference field (`Service.reference`) as text, or None."""
+        name = self.service.reference
+        value = payload.get(name) if name is not None else None
+        if value is None or value == "" or isinstance(value, bool | dict | list):
+            return None
+        return value if isinstance(value, str) else json.dumps(value)
 
     def _header_key(self, headers: Mapping[str, str]) -> str | None:
         dedup = self.service.dedup
@@ -241,7 +307,7 @@ class ServiceState:
         return value if isinstance(value, str) else json.dumps(value)
 
     def _status_value(self, path: str) -> tuple[str, str] | None:
-        """("key" or "id", the value) when `path` is the service's status query, else None."""
+        """("key", "ref" or "id", the value) when `path` is the service's status query, else None."""
         if self._status is None:
             return None
         prefix, by, suffix = self._status
@@ -269,21 +335,41 @@ class Downstream:
             self._states[service.name] = ServiceState(service)
         self._records: list[DownstreamRecord] = []
         self._lock = threading.Lock()
+        self._armed: tuple[int, Injection] | None = None
+        self._fired: DownstreamRecord | None = None
 
     @property
     def services(self) -> tuple[str, ...]:
         """The service names, in the order declared."""
         return tuple(self._states)
 
+    def arm(self, seq: int, injection: Injection) -> None:
+        """Inject `injection` at the case's request number `seq` (one armed fault at a time)."""
+        with self._lock:
+            self._armed, self._fired = (seq, injection), None
+
+    def disarm(self) -> DownstreamRecord | None:
+        """Disarm; the record of the request the fault was injected at, or None if none came."""
+        with self._lock:
+            fired, self._armed, self._fired = self._fired, None, None
+        return fired
+
     def handle(self, service: str, method: str, path: str, headers: Mapping[str, str],
-               body: bytes) -> tuple[int, bytes, DownstreamRecord]:
-        """Answer one request to `service` (KeyError when undeclared); returns the status, the
-        JSON response body and the request's record."""
+               body: bytes) -> tuple[int | None, bytes, DownstreamRecord, Injection | None]:
+        """Answer one request to `service` (KeyError when undeclared); returns the status (None:
+        no reply, a fault), the JSON response body, the request's record and the fault injected
+        at it, if any (its fate is the caller's to carry out)."""
         state = self._states[service]
         with self._lock:
-            answer = state.handle(method, path, headers, body, seq=len(self._records) + 1)
+            seq = len(self._records) + 1
+            armed = self._armed
+            injection = armed[1] if armed is not None and armed[0] == seq else None
+            answer = state.handle(method, path, headers, body, seq=seq, injection=injection)
             self._records.append(answer.record)
-        return answer.status, json.dumps(answer.data, ensure_ascii=False).encode(), answer.record
+            if injection is not None:
+                self._fired = answer.record
+        data = json.dumps(answer.data, ensure_ascii=False).encode()
+        return answer.status, data, answer.record, injection
 
     def records(self) -> list[DownstreamRecord]:
         """Every request so far, all services, in arrival order (a copy)."""

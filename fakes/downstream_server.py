@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 from crashmatrix.fakes import downstream, http1
-from crashmatrix.fakes.downstream import Downstream, DownstreamRecord
+from crashmatrix.fakes.downstream import Downstream, DownstreamRecord, Fate, Injection
 from crashmatrix.fakes.served import Served
 from crashmatrix.scenarios.model import Service
 
@@ -18,6 +18,10 @@ HOST = "127.0.0.1"
 # Real APIs cap a request well below the provider's 64 MB (Stripe's is far smaller); an email or
 # an order is a few KB. A bigger body gets 413 from the HTTP layer and reaches no case's record.
 MAX_BODY = 1024 * 1024
+# A held reply (the timeout fault) waits for the client to give up, closing its connection; an
+# agent whose client never does is stopped by the case's deadline first (a hung agent verdict),
+# and its connection closes with it.
+HOLD_S = 3600.0
 
 
 def _json(status: int, data: Any) -> http1.Reply:
@@ -41,6 +45,7 @@ class FakeDownstream(Served):
     def __init__(self, port: int = 0) -> None:
         super().__init__((HOST, port))
         self._cases: dict[str, Downstream] = {}
+        self._kills: dict[str, Callable[[], None]] = {}  # case key -> what a KILL fate calls
         self._lock = threading.Lock()
 
     # -- requests ----------------------------------------------------------------------------
@@ -60,9 +65,18 @@ class FakeDownstream(Served):
         if name not in case.services:
             return _json(404, downstream.unknown_service(key, name))
         relative = "/" + parts[3] if len(parts) == 4 else ""
-        status, data, _ = case.handle(name, request.method, relative, request.headers,
-                                      request.body)
-        return http1.Reply(status, data)
+        status, data, _, injection = case.handle(name, request.method, relative, request.headers,
+                                                 request.body)
+        if injection is None or injection.fate is Fate.ERROR:
+            return http1.Reply(status, data)
+        if injection.fate is Fate.HOLD:
+            return http1.Reply(None, hold_s=HOLD_S)
+        if injection.fate is Fate.KILL:
+            with self._lock:
+                kill = self._kills.get(key)
+            if kill is not None:
+                kill()  # on this loop's thread: it only signals, so it never blocks the loop
+        return http1.Reply(None, reset=True)
 
     # -- cases -------------------------------------------------------------------------------
     def base_url(self, case_key: str, service: str) -> str:
@@ -89,6 +103,24 @@ class FakeDownstream(Served):
             raise KeyError(case_key)
         return case
 
+    def arm(self, case_key: str, seq: int, injection: Injection,
+            kill: Callable[[], None] | None = None) -> None:
+        """Inject a fault at the case's request number `seq`; `kill`: what a KILL fate calls
+        (it must not block: it runs on the server's thread) before the connection closes."""
+        case = self._case(case_key)
+        with self._lock:
+            if kill is None:
+                self._kills.pop(case_key, None)
+            else:
+                self._kills[case_key] = kill
+        case.arm(seq, injection)
+
+    def disarm(self, case_key: str) -> DownstreamRecord | None:
+        """Disarm the case's fault; the record of the request it was injected at, or None."""
+        with self._lock:
+            self._kills.pop(case_key, None)
+        return self._case(case_key).disarm()
+
     def records(self, case_key: str) -> list[DownstreamRecord]:
         """The case's downstream requests so far, all services, in arrival order (a copy)."""
         return self._case(case_key).records()
@@ -101,3 +133,4 @@ class FakeDownstream(Served):
         """Drop a case, its operations and its record; later requests for it get a 404."""
         with self._lock:
             self._cases.pop(case_key, None)
+            self._kills.pop(case_key, None)

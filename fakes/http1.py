@@ -10,6 +10,7 @@ import json
 import re
 import selectors
 import socket
+import struct
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -76,6 +77,7 @@ class Reply:
     data: bytes = b""
     content_type: str = "application/json"
     hold_s: float = 0.0  # how long to wait before sending it (or closing), cut short by stop()
+    reset: bool = False  # status None: close with a reset (RST), not an orderly FIN
 
 
 Handler = Callable[[Request], Reply]
@@ -490,6 +492,9 @@ class Server:
 
     def _emit(self, conn: _Conn, reply: Reply, now: float) -> None:
         if reply.status is None:
+            if reply.reset:  # linger 0: close() sends RST, the client's read fails at once
+                with contextlib.suppress(OSError):
+                    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self._close(conn)  # nothing to send: the connection closes after the request
             return
         close = not conn.keep_alive

@@ -4,17 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crashmatrix.harness.faults.interface import FaultKind, at_store_calls_of, injecting
+from crashmatrix.harness.faults.interface import FaultKind, at_request, at_store_calls_of, injecting
 from crashmatrix.harness.records.case import Case, CrashStep
+from crashmatrix.harness.records.results import CaseResult
 
 
 def steps_from_trace(points: list[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
     """At every recorded event (`kind:label`, numbered from 1), each fault that is enumerated
     there, in the given order (the registry's: by name, so `kill` then `torn`)."""
     steps = []
+    at_events = [f for f in faults if at_request(f) is None]
     for n, point in enumerate(points, 1):
         kind, _, label = point.partition(":")
-        steps += [CrashStep(n, kind, label, f.name) for f in faults if f.enumerated_at(kind, label)]
+        steps += [CrashStep(n, kind, label, f.name) for f in at_events if f.enumerated_at(kind, label)]
+    return steps
+
+
+def requests_of(result: CaseResult, index: int) -> list[str]:
+    """The downstream requests (`kind:service`) incarnation `index` (0-based) of a result made."""
+    return result.downstream[index] if len(result.downstream) > index else []
+
+
+def downstream_steps(requests: Sequence[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
+    """At every downstream request of an incarnation (`kind:service`, numbered from 1), each
+    fault that acts at downstream requests and is enumerated at that kind of request."""
+    steps = []
+    at_requests = [f for f in faults if at_request(f) is not None]
+    for n, point in enumerate(requests, 1):
+        kind, _, service = point.partition(":")
+        steps += [CrashStep(n, kind, service, f.name, downstream=True)
+                  for f in at_requests if f.enumerated_at(kind, service)]
     return steps
 
 
@@ -24,10 +43,12 @@ def injected_steps(points: list[str], faults: Sequence[FaultKind]) -> list[Crash
 
 
 def single_crash_cases(scenario: str, first_incarnation: list[str],
-                       faults: Sequence[FaultKind]) -> list[Case]:
+                       faults: Sequence[FaultKind], requests: Sequence[str] = ()) -> list[Case]:
     """A case at every crash point of the recording, then one per injected call (those count the
-    first incarnation's calls, so they are never steps of a deeper schedule: `extensions`)."""
-    steps = steps_from_trace(first_incarnation, faults) + injected_steps(first_incarnation, faults)
+    first incarnation's calls, so they are never steps of a deeper schedule: `extensions`), then
+    one per fault at each of its downstream `requests` (`kind:service`)."""
+    steps = (steps_from_trace(first_incarnation, faults) + injected_steps(first_incarnation, faults)
+             + downstream_steps(requests, faults))
     return [Case(scenario, (step,)) for step in steps]
 
 
@@ -46,15 +67,20 @@ def blackbox_cases(scenario: str, store_calls: list[str], faults: Sequence[Fault
     return cases
 
 
-def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind]) -> list[Case]:
-    """Cases that crash once more, at every event of the incarnation that finished `case`.
+def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind],
+               requests: Sequence[Sequence[str]] = ()) -> list[Case]:
+    """Cases that crash once more, at every event (and downstream request: `requests`, per
+    incarnation) of the incarnation that finished `case`.
 
     Incarnation depth+1 (index `case.depth` in the trace) is the recovery that completed the
     work; its events are exactly the points a further crash can hit.
     """
     if len(trace) <= case.depth:
         return []
-    return [case.extend(step) for step in steps_from_trace(trace[case.depth], faults)]
+    steps = steps_from_trace(trace[case.depth], faults)
+    if len(requests) > case.depth:
+        steps += downstream_steps(requests[case.depth], faults)
+    return [case.extend(step) for step in steps]
 
 
 def crash_loop_extension(case: Case, trace: list[list[str]], loop: int) -> Case | None:

@@ -31,9 +31,14 @@ def end_of(inc: dict[str, Any]) -> str:
         return f'<span class="kill">killed (SIGKILL) at event {e(inc["crashed_at"])}</span>'
     if inc.get("killed_at_call") is not None:  # black-box: no probe event, a system call
         return f'<span class="kill">killed (SIGKILL) entering {e(inc["killed_at_call"])}</span>'
+    if inc.get("killed_at_request") is not None:  # by the fake downstream, the reply unsent
+        return (f'<span class="kill">killed (SIGKILL) at {e(inc["killed_at_request"])}, before '
+                "its reply</span>")
     if inc.get("timed_out"):
         return "timed out (killed)"
     ended = f"exit code {e(inc.get('exit_code'))}"
+    if inc.get("downstream_fault"):  # the downstream lost, failed or held a reply; it ran on
+        ended = f'<span class="kill">{e(inc["downstream_fault"])}</span>; {ended}'
     if inc.get("injected"):  # a storage call strace made fail (or come up short); it ran on
         ended = (f'<span class="kill">failed by strace: {e(inc["injected"])}</span>'
                  f"{' (it must stop on its own)' if inc.get('must_stop') else ''}; {ended}")

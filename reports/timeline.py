@@ -54,6 +54,10 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
                 lines += [f"        XX {note}" for note in inc.fault_notes]
         if inc.killed_at_call:  # black-box: killed entering a system call, no probe event to show
             lines.append(f"   XX SIGKILL entering {inc.killed_at_call} (strace; no probes ran)")
+        if inc.killed_at_request:  # killed by the fake downstream's fault, the reply unsent
+            lines.append(f"   XX SIGKILL at {inc.killed_at_request}, before its reply")
+        elif inc.downstream_fault:  # the downstream lost, failed or held a reply; it ran on
+            lines.append(f"   XX {inc.downstream_fault}")
         if inc.injected:  # a storage call strace made fail; the agent was to stop on its own
             lines.append(f"   XX failed by strace: {inc.injected}")
             lines += [f"   XX {note}" for note in inc.fault_notes]
@@ -81,8 +85,10 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
         lines.append("-- downstream (each service's own record)")
         for sent in obs.downstream:
             op = f" {sent.op}" if sent.op else ""
+            status = "no reply" if sent.status is None else sent.status
+            fault = f" [fault {sent.fault}]" if sent.fault else ""
             lines.append(f"   #{sent.seq} inc{sent.incarnation} {sent.service} {sent.method} {sent.path} "
-                         f"key={sent.key or 'none'} -> {sent.status} {sent.outcome}{op}")
+                         f"key={sent.key or 'none'} -> {status} {sent.outcome}{op}{fault}")
     lines.append("-- workspace changes")
     for path, text in sorted(changed.items()):
         lines.append(f"   {path}:")

@@ -819,6 +819,9 @@ class Expect(Table, frozen=True):
     records: Annotated[tuple[RecordRule, ...], Meta(description=(
         "rules on JSON-lines records matched by fields"
     ))] = ()
+    applied: Annotated[Mapping[str, Annotated[int, Meta(ge=0)]], Meta(description=(
+        "how many business operations each downstream service (by name) must have applied by "
+        "the end, from the service's own record"))] = {}
     check: CheckRef | None = None
 
     def __post_init__(self) -> None:
@@ -881,7 +884,7 @@ class Endpoint(Table, frozen=True, kw_only=True):
 # What `url_env` may not replace: the agent's own process needs them, or the harness sets them.
 RESERVED_ENV = frozenset({"PATH", "HOME", "SHELL", "USER", "TMPDIR", "LANG", "PWD", "OPENAI_BASE_URL"})
 RESERVED_ENV_PREFIXES = ("PYTHON", "LD_", "LC_", "CRASHMATRIX_")
-STATUS_PATH = r"^/[A-Za-z0-9._~/-]*\{(key|id)\}[A-Za-z0-9._~/-]*$"
+STATUS_PATH = r"^/[A-Za-z0-9._~/-]*\{(key|id|ref)\}[A-Za-z0-9._~/-]*$"
 
 
 class Service(Table, frozen=True, kw_only=True):
@@ -895,14 +898,25 @@ class Service(Table, frozen=True, kw_only=True):
         '"header:NAME", "body:FIELD" or "none": how a repeated submission is recognised'
     ))] = msgspec.field(default_factory=lambda: Dedup("none"))
     status: Annotated[Annotated[str, Meta(pattern=STATUS_PATH)] | None, Meta(description=(
-        "a status query, GET PATH with {key} (by dedup key) or {id} (by operation id): 200 with "
-        "the operation's response, 404 when there is none"))] = None
+        "a status query, GET PATH with {key} (by dedup key), {ref} (by the reference field) or "
+        "{id} (by operation id): 200 with the operation's response, 404 when there is none"))] = None
+    reference: Annotated[Annotated[str, Meta(pattern=r"^[^\s.]+$")] | None, Meta(description=(
+        "a top-level body field the service keeps with each operation without deduplicating on "
+        "it (a client reference), so a status query by {ref} finds the first operation sent "
+        "with it"))] = None
     tool: EffectTool = None
+    where: Annotated[Mapping[str, Scalar], Meta(description=(
+        'argument = value: which calls of `tool` send to this service, when one tool serves '
+        'several (e.g. { service = "mail" }); a call whose argument has another value is not '
+        "this service's; empty: every call of the tool"))] = {}
     url_env: Annotated[Annotated[str, Meta(pattern=r"^[A-Z_][A-Z0-9_]*$")] | None, Meta(description=(
         "also give the base URL in this environment variable, the one your client already reads "
         "(e.g. MAIL_API_URL)"))] = None
 
     def __post_init__(self) -> None:
+        _freeze(self, "where")
+        if self.where and self.tool is None:
+            raise FieldError("where tells apart the calls of `tool`; name the tool", "where")
         if self.dedup.where == "none" and self.status is None:
             # Nothing would let any agent learn, after a crash, whether an operation applied: a
             # double could only be avoided by luck, so the scenario could not fairly judge one.
@@ -914,8 +928,11 @@ class Service(Table, frozen=True, kw_only=True):
             raise FieldError(f"{self.url_env!r} is a variable the agent or the harness needs; name "
                              "the one your client reads for this service's URL", "url_env")
         if self.status is not None and "{key}" in self.status and self.dedup.where == "none":
-            raise FieldError("a status query by {key} needs a dedup key; query by {id}, or set dedup",
-                             "status")
+            raise FieldError("a status query by {key} needs a dedup key; query by {ref} (with "
+                             "reference) or {id}, or set dedup", "status")
+        if self.status is not None and "{ref}" in self.status and self.reference is None:
+            raise FieldError("a status query by {ref} needs reference, the body field it is "
+                             "looked up by", "status")
 
     @property
     def env(self) -> str:
@@ -1007,6 +1024,10 @@ class Scenario(Table, frozen=True, kw_only=True):
             if service.tool is not None and service.tool not in enabled:
                 raise FieldError(f"tool {service.tool!r} is not enabled; enabled: {', '.join(enabled)}",
                                  "services", i, "tool")
+        for name in self.expect.applied:
+            if name not in seen_services:
+                raise FieldError(f"no service {name!r} is declared; declared: "
+                                 f"{', '.join(sorted(seen_services)) or 'none'}", "expect", "applied", name)
         named = {r.tool for r in self.expect.effect_rules} | {s.tool for s in self.services}
         for table in ("policies", "restart_policies"):
             for tool, policy in getattr(self.tools, table).items():

@@ -9,7 +9,7 @@ from typing import Any
 
 from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.enumeration import crash_loop_extension, single_crash_cases
+from crashmatrix.harness.enumeration import crash_loop_extension, requests_of, single_crash_cases
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.ordered import first_failure, run_until_failure
@@ -54,7 +54,7 @@ def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
         if result is None or result.verdict not in JUDGED or not result.trace:
             continue
         if case.depth == 0:
-            out += single_crash_cases(case.scenario, result.trace[0], faults)
+            out += single_crash_cases(case.scenario, result.trace[0], faults, requests_of(result, 0))
             continue
         loop = crash_loop_extension(case, result.trace, by_name[case.scenario].matrix.crash_loop)
         if loop is not None:

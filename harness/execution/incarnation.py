@@ -269,6 +269,12 @@ class Incarnation:
     def frozen(self) -> bool:
         return self._frozen
 
+    def signal_kill(self) -> None:
+        """SIGKILL the agent and its process group, and nothing more: safe from another thread
+        (the fake downstream's, at a `kill-after-apply` request); the caller's `wait` or `kill`
+        reaps it, and `close` ends what it left."""
+        _signal_leader(self.pid, signal.SIGKILL)
+
     def kill(self) -> None:
         """SIGKILL the agent, its process group and every descendant, then reap the child (a
         stopped process dies of SIGKILL too)."""

@@ -22,6 +22,7 @@ from crashmatrix.harness.enumeration import (
     crash_loop_extension,
     extensions,
     in_shard,
+    requests_of,
     single_crash_cases,
 )
 from crashmatrix.harness.evaluate import evaluate
@@ -165,9 +166,11 @@ class Matrix:
                                 calls = result.store_calls[0] if result.store_calls else []
                                 children = blackbox_cases(case.scenario, calls, self.faults)
                             elif case.depth == 0:
-                                children = single_crash_cases(case.scenario, result.trace[0], self.faults)
+                                children = single_crash_cases(case.scenario, result.trace[0], self.faults,
+                                                              requests_of(result, 0))
                             elif case.depth < self.depth_of(case.scenario):
-                                children = extensions(case, result.trace, self.faults)
+                                children = extensions(case, result.trace, self.faults,
+                                                      result.downstream)
                             loop = crash_loop_extension(
                                 case, result.trace, self.by_name[case.scenario].matrix.crash_loop)
                             if loop is not None and loop not in children and loop.depth > cfg.depth:

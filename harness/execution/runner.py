@@ -39,6 +39,7 @@ from crashmatrix.harness.faults.interface import (
     FaultKind,
     InjectingFault,
     at_crash_of,
+    at_request,
     injecting,
     observes_of,
 )
@@ -143,6 +144,9 @@ class CaseRunner:
             problems.append(f"scenario {scenario.name!r} declares downstream services, and this "
                             "runner has no fake downstream to serve them")
         for step in case.schedule:
+            if step.downstream and not scenario.services:
+                problems.append(f"step {step.token()} acts at a downstream request, and scenario "
+                                f"{scenario.name!r} declares no downstream services")
             lacking = self.fault(step.fault).requires - self.config.adapter.capabilities
             if lacking:
                 problems.append(f"fault {step.fault!r} needs {', '.join(sorted(lacking))}, which agent "
@@ -342,6 +346,15 @@ class CaseRunner:
         injected_step = None
         # A black-box step names a store call too: strace kills the agent as it enters it.
         killing_step = step if step is not None and step.blackbox else None
+        # A downstream step names a request: the fake downstream acts there, not the probe loop.
+        armed = None
+        if step is not None and step.downstream and case_key is not None:
+            request_fault = at_request(self.fault(step.fault))
+            if request_fault is None:
+                raise ValueError(f"fault {step.fault!r} does not act at downstream requests")
+            armed = case_services.ArmedRequest(self.config.downstream, case_key, record, step,
+                                               case_services.injection_of(request_fault))
+            step = None
         if killing_step is not None:
             extra = blackbox.kill_args(spec.session, killing_step.kind, killing_step.label, killing_step.n)
             # Not `observed`: that names a fault judging what the calls left (power, I/O errors),
@@ -361,6 +374,8 @@ class CaseRunner:
         launch = Launch(program=adapter.program, entry=adapter.python.entry if adapter.python else None,
                         args=args, cwd=case_dir, env=env, output=log, coverage=cover, probes=probes)
         with Incarnation(launch, spawner, self.config.max_events) as inc:
+            if armed is not None:
+                armed.attach(inc)
             try:
                 # Most scenarios deliver nothing: then no event needs a delivery check. An
                 # intruder delivers nothing: scenario items are for the session's own incarnations.
@@ -430,6 +445,8 @@ class CaseRunner:
             except IncarnationRunaway as exc:
                 record.runaway = exc.events
                 inc.kill()
+        if armed is not None:
+            armed.settle(record)
         record.duration_ms = (time.monotonic() - started) * 1000
         if output is None:  # an intruder's output is its Intrusion's (intruder.py)
             # Read now, while the case tree exists: only the verdict says whether it is shown.

@@ -18,6 +18,12 @@ runner does what the fault's `at_crash` says, one of a closed set (`AtCrash`):
   acts on what it left (a failed sync's writes never reached the disk). Its steps come from the
   recording's probe events through `steps` (one commit, one write and one sync of the log).
 
+- `DOWNSTREAM`: no probe event is its crash point either: the step's `dNN:kind:service` is the
+  incarnation's `NN`-th request to the scenario's downstream services (`kind` create or status),
+  at which the fake downstream processes the request or not (`applies`), then resets, fails or
+  holds its reply, or has the runner kill the agent before the reply reaches it (`fate`; only
+  a kill ends the incarnation).
+
 A KILL fault may also *observe* (`observes`): the runner then starts the incarnation it crashes
 as a fresh process under a system-call tracer (strace), after taking an image of the session
 directory, and once the incarnation is dead (and the tracer has exited) hands the fault, instead
@@ -53,6 +59,7 @@ class AtCrash(StrEnum):
     KILL = "kill"  # SIGKILL; `apply` then acts on what the dead agent left
     FREEZE = "freeze"  # SIGSTOP; `while_frozen` acts; SIGCONT, and it runs to its end
     INJECT = "inject"  # a system call made to fail; it runs to its end; `apply_observed` acts
+    DOWNSTREAM = "downstream"  # at a downstream request: the fake downstream's `injection` acts
 
 
 class Frozen(Protocol):
@@ -144,6 +151,30 @@ class InjectingFault(FaultKind, Protocol):
     def steps(self, points: Sequence[str]) -> list[CrashStep]:
         """Its steps, from the recorded first incarnation's `kind:label` points. Pure."""
         ...
+
+
+class ReplyFate(StrEnum):
+    """What a DOWNSTREAM fault does to the reply of its request (the fake downstream's `Fate`)."""
+
+    RESET = "reset"  # no reply: the connection is reset
+    ERROR = "error"  # a 5xx reply (`status`)
+    HOLD = "hold"  # no reply until the client gives up
+    KILL = "kill"  # the agent is killed before the reply reaches it
+
+
+class AtRequestFault(FaultKind, Protocol):
+    """A DOWNSTREAM fault: what the fake downstream does at its request."""
+
+    applies: bool  # the request is processed first (an operation applied, replayed, found)
+    fate: ReplyFate
+    status: int  # the reply's status for ERROR (503 or 500, say)
+
+
+def at_request(fault: FaultKind) -> AtRequestFault | None:
+    """The fault as a DOWNSTREAM fault, or None."""
+    if at_crash_of(fault) is not AtCrash.DOWNSTREAM:
+        return None
+    return cast(AtRequestFault, fault)
 
 
 def injecting(fault: FaultKind) -> InjectingFault | None:

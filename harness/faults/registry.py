@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from crashmatrix.harness.adapters.interface import Adapter
-from crashmatrix.harness.faults.interface import FaultKind, by_default_of, observes_of
+from crashmatrix.harness.faults.interface import FaultKind, at_request, by_default_of, observes_of
 from crashmatrix.harness.plugins import FAULTS_GROUP, ExtensionPoint, UnknownPlugin
 from crashmatrix.harness.records.case import Case, CaseIdError
 
@@ -51,6 +51,9 @@ def check_faults(case: Case, adapter: Adapter, known: Iterable[FaultKind] | None
         if fault is None:
             raise CaseIdError(f"bad crash step {step.token()!r}: unknown fault {step.fault!r} "
                               f"(known: {', '.join(sorted(by_name))})")
+        if step.downstream != (at_request(fault) is not None):
+            where = "a downstream request (dNN:kind:service)" if at_request(fault) else "a probe event"
+            raise CaseIdError(f"bad crash step {step.token()!r}: fault {fault.name!r} acts at {where}")
         lacking = sorted(c.value for c in fault.requires - adapter.capabilities)
         if lacking:
             raise CaseIdError(f"crash step {step.token()!r}: fault {fault.name!r} needs "

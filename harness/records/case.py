@@ -5,6 +5,10 @@ A black-box step counts the agent's system calls on its store instead of probe e
 `changelog/b03:fsync:session.jsonl/kill` kills the first incarnation as it enters its 3rd `fsync` of
 `session.jsonl` (a path relative to the session directory).
 
+A downstream step counts the incarnation's requests to the scenario's downstream services:
+`refund/d01:create:mail/reply-lost` loses the reply to the first incarnation's first downstream
+request, a create on the service `mail` (harness/faults/downstream.py).
+
 Multi-crash schedules join steps with `+`: step i crashes incarnation i (the first incarnation
 runs the task; every later one is a `recover`). A case with no crash is `changelog/none`.
 """
@@ -21,6 +25,8 @@ PLUGIN_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 
 # The prefix of a black-box step's number: it counts system calls, not probe events.
 BLACKBOX_MARK = "b"
+# The prefix of a downstream step's number: it counts requests to downstream services.
+DOWNSTREAM_MARK = "d"
 
 
 class CaseIdError(ValueError):
@@ -37,27 +43,32 @@ class CrashStep:
     # `n` counts calls of the system call `kind` on the store file `label`, not probe events: the
     # agent runs without probes and is killed as it enters that call (`b03:fsync:session.jsonl`).
     blackbox: bool = False
+    # `n` counts the incarnation's downstream requests (`kind` create or status, `label` the
+    # service), not probe events: the fake downstream acts at that request (`d01:create:mail`).
+    downstream: bool = False
 
     @property
     def point(self) -> str:
         return f"{self.kind}:{self.label}"
 
     def token(self) -> str:
-        return f"{BLACKBOX_MARK if self.blackbox else ''}{self.n:02d}:{self.kind}:{self.label}/{self.fault}"
+        mark = BLACKBOX_MARK if self.blackbox else DOWNSTREAM_MARK if self.downstream else ""
+        return f"{mark}{self.n:02d}:{self.kind}:{self.label}/{self.fault}"
 
     @classmethod
     def parse(cls, token: str) -> CrashStep:
         point, sep, fault = token.rpartition("/")
         parts = point.split(":", 2)
-        blackbox = parts[0].startswith(BLACKBOX_MARK)
-        number = parts[0][len(BLACKBOX_MARK):] if blackbox else parts[0]
+        mark = parts[0][:1] if parts[0][:1] in (BLACKBOX_MARK, DOWNSTREAM_MARK) else ""
+        number = parts[0][len(mark):]
         if not sep or len(parts) != 3 or not number.isdigit():
             raise CaseIdError(f"bad crash step {token!r}: expected NN:kind:label/fault "
-                              f"(or bNN:syscall:file/fault)")
+                              f"(or bNN:syscall:file/fault, dNN:kind:service/fault)")
         # Whether the fault is registered is for the registry to say (records import no plugins).
         if not PLUGIN_NAME.match(fault):
             raise CaseIdError(f"bad crash step {token!r}: bad fault name {fault!r}")
-        return cls(int(number), parts[1], parts[2], fault, blackbox)
+        return cls(int(number), parts[1], parts[2], fault, mark == BLACKBOX_MARK,
+                   mark == DOWNSTREAM_MARK)
 
 
 @dataclass(frozen=True)

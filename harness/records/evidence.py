@@ -97,6 +97,9 @@ def _incarnation(inc: IncarnationRecord) -> dict[str, Any]:
         "events_total": len(inc.events),
         "crashed_at": inc.crashed_at,
         "killed_at_call": inc.killed_at_call,
+        # Only where a downstream step acted, so other evidence keeps its shape.
+        **({"downstream_fault": inc.downstream_fault,
+            "killed_at_request": inc.killed_at_request} if inc.downstream_fault else {}),
         "frozen_at": inc.frozen_at,
         "exit_code": inc.exit_code,
         "timed_out": inc.timed_out,
@@ -326,6 +329,7 @@ def evidence(obs: Observation) -> dict[str, Any]:
         # Only for a scenario with downstream services, so other evidence keeps its shape.
         **({"downstream": [{"seq": d.seq, "incarnation": d.incarnation, "service": d.service,
                             "method": d.method, "path": scrub(d.path), "key": scrub(d.key or ""),
-                            "outcome": d.outcome, "status": d.status, "op": d.op}
+                            "outcome": d.outcome, "status": d.status, "op": d.op,
+                            "kind": d.kind, "fault": d.fault}
                            for d in obs.downstream]} if obs.downstream else {}),
     }

@@ -59,6 +59,11 @@ class IncarnationRecord:
     # A black-box step's kill (`--black-box`): the system call it was killed entering, with no
     # probe event to number (`fsync 3 of session.jsonl`); `crashed_at` stays None.
     killed_at_call: str | None = None
+    # A downstream step's fault, as done at its request (`reply-lost at downstream request 1
+    # (POST /messages on mail: applied op_1)`); with `kill-after-apply` the incarnation was
+    # killed there (`killed_at_request` holds the same text; `crashed_at` stays None).
+    downstream_fault: str | None = None
+    killed_at_request: str | None = None
     # The store calls a traced recording incarnation made (`--black-box`), `syscall:file` in the
     # order they ended, the file relative to the session directory: the black-box crash points.
     store_calls: list[str] = field(default_factory=list)
@@ -68,8 +73,10 @@ class IncarnationRecord:
 
     @property
     def killed(self) -> bool:
-        """Killed by the schedule: at a probe event or as it entered a system call."""
-        return self.crashed_at is not None or self.killed_at_call is not None
+        """Killed by the schedule: at a probe event, as it entered a system call, or at a
+        downstream request."""
+        return (self.crashed_at is not None or self.killed_at_call is not None
+                or self.killed_at_request is not None)
 
     @property
     def interrupted(self) -> bool:
@@ -134,14 +141,28 @@ class DownstreamRequest:
     method: str
     path: str
     key: str | None  # the dedup key as sent (None: none sent, or the service dedups nothing)
-    outcome: str  # applied | replayed | conflict | status | not_found | no_route | refused
-    status: int
+    # applied | replayed | conflict | status | not_found | no_route | refused | failed
+    outcome: str
+    status: int | None  # None: no reply reached the agent (a fault lost or held it)
     op: str | None  # the operation applied or replayed (op_1, ...)
     incarnation: int | None = None  # which incarnation sent it, by when it arrived
+    kind: str = "other"  # create | status | other
+    fault: str | None = None  # the downstream fault injected at it (harness/faults/downstream.py)
 
     @property
     def applied(self) -> bool:
         return self.outcome == "applied"
+
+    @property
+    def point(self) -> str:
+        """`kind:service`, the crash point a downstream step names (`d01:create:mail`)."""
+        return f"{self.kind}:{self.service}"
+
+    @property
+    def unknown(self) -> bool:
+        """Whether its outcome was unknown to the agent: no reply, or a 5xx, 408 or 429 (which
+        a client cannot tell from a failure after the operation applied)."""
+        return self.status is None or self.status >= 500 or self.status in (408, 429)
 
 
 @dataclass

@@ -52,6 +52,9 @@ class CaseResult:
     # Black-box mode (`--black-box`): the store calls each incarnation was seen to make, as
     # `syscall:file` (only a traced recording's are listed; [] elsewhere and in probe mode).
     store_calls: list[list[str]] = field(default_factory=list)
+    # Downstream requests each incarnation made, as `kind:service` (create:mail): the crash points
+    # of the downstream faults ([] for a scenario with no services).
+    downstream: list[list[str]] = field(default_factory=list)
     exit_codes: list[int | None] = field(default_factory=list)
     requests: int = 0
     commits: int = 0

@@ -17,6 +17,7 @@ from collections import defaultdict
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table_of
+from crashmatrix.harness.verify.downstream import service_calls
 from crashmatrix.harness.verify.effects import befores, site_effects_of, site_policy
 from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import (
@@ -179,7 +180,7 @@ def _downstream_effects(obs: Observation, table: CallTable, service: Service, fl
     the calls of the tool that sends them: more than calls is a call applied twice."""
     assert service.tool is not None
     applied = [r for r in obs.downstream if r.service == service.name and r.applied]
-    sites = table.of_tool(service.tool)
+    sites = service_calls(table, service)
     # Each call of the service's tool sends it one operation (the scenario says so by naming the
     # tool), so the service's record, complete and after dedup, judges every repeat of them.
     seen.update(s.index for s in sites)

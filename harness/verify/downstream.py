@@ -3,15 +3,34 @@
 from __future__ import annotations
 
 from crashmatrix.harness.records.observation import DownstreamRequest, Observation
+from crashmatrix.harness.verify.calls import CallSite, CallTable
 from crashmatrix.scenarios.model import Service
 
-SUBMITTED = ("applied", "replayed", "conflict")  # a create the service took as a submission
+# A create the service took as a submission; `failed` too (a 5xx before it applied): the agent
+# cannot tell it from a failure after, so what it sends next is a re-send all the same.
+SUBMITTED = ("applied", "replayed", "conflict", "failed")
 QUERIED = ("status", "not_found")  # answered on the status path (`no_route` is any other path)
 
 
+def service_calls(table: CallTable, service: Service) -> list[CallSite]:
+    """The calls of the service's tool that send to it: all of them, or, when one tool serves
+    several services, those whose arguments do not give a field of the service's `where`
+    another value."""
+    assert service.tool is not None
+    sites = table.of_tool(service.tool)
+    if not service.where:
+        return sites
+    return [s for s in sites if not _contradicts(service, s)]
+
+
+def _contradicts(service: Service, site: CallSite) -> bool:
+    args = site.start.args if site.start is not None and isinstance(site.start.args, dict) else site.call.args
+    return isinstance(args, dict) and any(k in args and args[k] != v for k, v in service.where.items())
+
+
 def submissions(obs: Observation, service: Service) -> list[DownstreamRequest]:
-    """The create requests the service took as submissions (applied, replayed or refused as a
-    key conflict), in arrival order."""
+    """The create requests the service took as submissions (applied, replayed, refused as a key
+    conflict, or failed by an injected 5xx), in arrival order."""
     return [r for r in obs.downstream if r.service == service.name and r.outcome in SUBMITTED
             and r.method == service.create.method and r.path == service.create.path]
 

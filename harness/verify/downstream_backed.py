@@ -6,7 +6,7 @@ from __future__ import annotations
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.calls import call_table_of
-from crashmatrix.harness.verify.downstream import creates
+from crashmatrix.harness.verify.downstream import creates, service_calls
 from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import Scenario
 
@@ -25,7 +25,7 @@ def check_downstream_backed(obs: Observation, scenario: Scenario) -> list[Violat
     for service in scenario.services:
         if service.tool is None:
             continue
-        ok = [(s, r) for s in table.of_tool(service.tool) for r in s.results
+        ok = [(s, r) for s in service_calls(table, service) for r in s.results
               if not r.is_error and not (r.content or "").startswith(ERROR_PREFIX)
               and marker not in (r.content or "")]
         answered = creates(obs, service)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.calls import call_table_of
-from crashmatrix.harness.verify.downstream import shown, submissions
+from crashmatrix.harness.verify.downstream import service_calls, shown, submissions
 from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import Scenario
 
@@ -23,7 +23,7 @@ def check_downstream_key(obs: Observation, scenario: Scenario) -> list[Violation
             continue
         sent = submissions(obs, service)
         keys = {r.key if r.key is not None else f"<none #{r.seq}>" for r in sent}
-        calls = table.of_tool(service.tool)
+        calls = service_calls(table, service)
         if len(keys) <= len(calls):
             continue
         missing = [r for r in sent if r.key is None]

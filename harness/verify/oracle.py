@@ -1,4 +1,4 @@
-"""scenario-oracle: the end state the scenario expects: outcome, answer, files, lines, records, hook."""
+"""scenario-oracle: the expected end state: outcome, answer, files, lines, records, downstream, hook."""
 
 from __future__ import annotations
 
@@ -28,6 +28,12 @@ def check_scenario_oracle(obs: Observation, scenario: Scenario) -> list[Violatio
     counted: tuple[PatternRule | RecordRule, ...] = (*expect.patterns, *expect.records)
     for rule in counted:
         out += _counted_rule(obs, rule)
+    for service, count in sorted(expect.applied.items()):
+        ops = sorted({r.op for r in obs.downstream if r.service == service and r.applied and r.op})
+        if len(ops) != count:
+            out.append(Violation(ID, (
+                f"service {service} applied {len(ops)} operation(s) ({', '.join(ops) or 'none'}); "
+                f"the scenario expects {count}"), {"service": service, "applied": ops, "expected": count}))
     if expect.check is not None:
         out += _check_hook(obs, scenario, expect.check)
     return out
