@@ -206,10 +206,15 @@ def send(target: Target) -> Reply:
 
 
 def query_status(target: Target) -> Reply:
-    """GET the status path for the call's key (its kind is the plain HTTP classification)."""
+    """GET the status path for the call's key (its kind is the plain HTTP classification). A
+    query changes nothing, so one whose answer was lost (no reply, a 5xx) is asked once more."""
     key = target.key()
-    status, text = exchange("GET", target.base + target.status_path(key), {}, None)
-    return Reply("status query", key, classify(status), status, text)
+    for _ in range(2):
+        status, text = exchange("GET", target.base + target.status_path(key), {}, None)
+        reply = Reply("status query", key, classify(status), status, text)
+        if reply.kind is not Kind.UNKNOWN:
+            break
+    return reply
 
 
 def confirm_or_send(target: Target) -> Reply:
@@ -227,13 +232,14 @@ def post(target: Target, *, rerun: bool) -> tuple[str, bool]:
     """The whole call: (result text, is_error). `rerun`: a recovery run, after a crash that may
     have come after an earlier attempt applied. With a status query, ask before any re-send;
     with a key only, re-send under the same key; with neither, never re-send. At most 2 POSTs."""
-    if rerun and target.status is not None:
-        reply = confirm_or_send(target)
+    if target.status is not None:
+        reply = confirm_or_send(target) if rerun else send(target)
+        if reply.kind is Kind.UNKNOWN and reply.step == "POST":
+            # The send's outcome is unknown: ask again before anything is sent again.
+            reply = confirm_or_send(target)
     else:
         reply = send(target)
-        if reply.kind is Kind.UNKNOWN and target.status is not None:
-            reply = confirm_or_send(target)
-        elif reply.kind is Kind.UNKNOWN and target.key_at is not None:
+        if reply.kind is Kind.UNKNOWN and target.key_at is not None:
             reply = send(target)
     return result(target, reply)
 

@@ -20,7 +20,7 @@ from typing import Any
 from crashmatrix.agent import probe as channel
 from crashmatrix.agent.probe import ProbeKind, probe
 from crashmatrix.agent.provider import ProviderClient, ProviderConfig, ProviderError
-from crashmatrix.agent.tools import BUILTINS, invoke
+from crashmatrix.agent.tools import BUILTINS, CallContext, invoke
 
 LOG = "messages.jsonl"
 
@@ -66,7 +66,10 @@ def main(argv: list[str]) -> int:
         for call in unanswered(messages):  # no intent, no rule: whatever is missing runs (again)
             name = call["function"]["name"]
             probe(ProbeKind.EFFECT_BEFORE, name, call_id=call["id"])
-            result = invoke(BUILTINS[name], workspace, json.loads(call["function"]["arguments"]))
+            # No intent record reserves an id: a downstream key can only come from the call id.
+            context = CallContext(call["id"], call["id"], rerun=False)
+            result = invoke(BUILTINS[name], workspace, json.loads(call["function"]["arguments"]),
+                            context=context)
             probe(ProbeKind.EFFECT_AFTER, name, call_id=call["id"])
             save(session, messages, {"role": "tool", "tool_call_id": call["id"], "content": result.content})
         probe(ProbeKind.PROVIDER_BEFORE, "chat")

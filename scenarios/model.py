@@ -41,9 +41,10 @@ class FieldError(ValueError):
 
 
 class ToolName(StrEnum):
-    """The reference agent's tools (crashmatrix.agent.tools). A scenario may name any tool the
-    agent under test has; these names keep the reference schemas below, so a script that the
-    reference agent would refuse is refused at load time."""
+    """The reference agent's workspace tools (crashmatrix.agent.tools), a scenario's default tool
+    set. A scenario may name any tool the agent under test has (the reference agent's post_json
+    too, for downstream services); these names keep the reference schemas below, so a script
+    that the reference agent would refuse is refused at load time."""
 
     READ = "read"
     APPEND_NOTE = "append_note"

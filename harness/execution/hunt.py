@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from crashmatrix.fakes import FakeProvider
+from crashmatrix.fakes import FakeDownstream, FakeProvider
 from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.enumeration import crash_loop_extension, requests_of, single_crash_cases
 from crashmatrix.harness.execution.incarnation import kill_all
@@ -113,12 +113,14 @@ def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = S
     spawner = make_spawner(spawn, list(MutantAdapter.python.preload) if MutantAdapter.python else None)
     out: list[Hunt] = []
     try:
-        with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-mutants-") as tmp:
+        with FakeProvider() as provider, FakeDownstream() as downstream, \
+                scratch_dir(prefix="crashmatrix-mutants-") as tmp:
             for name in names:
                 faults = CATALOGUE[name].faults
                 # A power loss is judged on an agent told to sync (as `run --fault power` does).
                 power = faults is not None and observing(f for f in FAULTS.all() if f.name in faults)
                 runner = RunnerConfig(adapter=MutantAdapter(name), provider=provider,
+                                      downstream=downstream,
                                       work_root=(work or Path(tmp)) / name.value,
                                       case_timeout_s=timeout_s, spawner=spawner, fsync=power)
                 focused = [builtins[s] for s in CATALOGUE[name].scenarios]

@@ -16,6 +16,7 @@ from crashmatrix.scenarios.model import (
     ResultStatus,
     Rule,
     Scenario,
+    Service,
 )
 
 Data = dict[str, Any]
@@ -85,7 +86,17 @@ def _expect(e: Expect) -> Data:
     return {"outcome": [o.value for o in e.outcome],
             **({"final_answer_contains": list(e.final_answer_contains)}
                if e.final_answer_contains else {}),
-            "files": dict(e.files), "lines": [_line(r) for r in e.lines]}
+            "files": dict(e.files), "lines": [_line(r) for r in e.lines],
+            **({"applied": dict(e.applied)} if e.applied else {})}
+
+
+def _service(v: Service) -> Data:
+    optional = {"status": v.status, "reference": v.reference, "tool": v.tool, "url_env": v.url_env}
+    return {"name": v.name, "dedup": str(v.dedup),
+            "create": {"method": v.create.method, "path": v.create.path,
+                       "response": dict(v.create.response)},
+            **{k: x for k, x in optional.items() if x is not None},
+            **({"where": dict(v.where)} if v.where else {})}
 
 
 def scenario_data(s: Scenario) -> Data:
@@ -112,4 +123,5 @@ def scenario_data(s: Scenario) -> Data:
         "expect": _expect(s.expect),
         "matrix": {"crash_loop": s.matrix.crash_loop,
                    **({} if s.matrix.max_depth is None else {"max_depth": s.matrix.max_depth})},
+        **({"services": [_service(v) for v in s.services]} if s.services else {}),
     }

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from crashmatrix.harness.mutants import downstream_faults as D
 from crashmatrix.harness.mutants import lock_faults as K
 from crashmatrix.harness.mutants import log_faults as G
 from crashmatrix.harness.mutants import loop_faults as L
@@ -38,6 +39,9 @@ class MutantName(StrEnum):
     NEVER_SYNCS = "never-syncs"
     IGNORES_FAILED_SYNC = "ignores-failed-sync"
     MESSAGES_ONLY = "messages-only"
+    FRESH_KEY = "fresh-key"
+    ATTEMPT_KEY = "attempt-key"
+    RESEND_WITHOUT_STATUS = "resend-without-status"
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,19 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "A framework that persists the message history but has no recovery rules re-runs whatever "
        "has no result and resumes whatever is open.",
        messages_only, "changelog-fast"),
+    # Killed only with a downstream service in play: no scenario without one calls post_json.
+    _m(N.FRESH_KEY,
+       "The idempotency key is made fresh at send time (a new UUID per request), so a re-send "
+       "after a lost reply or a crash is a new operation to the service.",
+       D.fresh_key, "email-keyed", "order-then-email"),
+    _m(N.ATTEMPT_KEY,
+       "The key is derived from the attempt number (the incarnation or retry count), so the same "
+       "operation re-sent by a recovery or a retry carries another key.",
+       D.attempt_key, "email-keyed", "order-then-email"),
+    _m(N.RESEND_WITHOUT_STATUS,
+       "After an unknown outcome the agent re-submits without asking the service's status query "
+       "first, so a service with no key applies the operation twice.",
+       D.resend_without_status, "email-by-reference"),
 )})
 
 

@@ -7,7 +7,7 @@ from crashmatrix.agent.loop import Agent
 from crashmatrix.agent.probe import ProbeKind, probe
 from crashmatrix.agent.records import Entry, Role
 from crashmatrix.agent.recovery import parse_args
-from crashmatrix.agent.tools import ToolResult, invoke
+from crashmatrix.agent.tools import CallContext, ToolResult, invoke
 from crashmatrix.harness.mutants.patching import Patcher
 from crashmatrix.harness.mutants.recovery_faults import drop_tool_started
 
@@ -20,7 +20,8 @@ def _answer(agent: Agent, run_id: str, call_id: str, tool_name: str, args_json: 
         result = ToolResult(f"ERROR: cannot run {tool_name!r}", is_error=True)
     else:
         probe(ProbeKind.EFFECT_BEFORE, tool_name, call_id=call_id, recovery=True)
-        result = invoke(tool, agent.config.workspace, args)
+        result = invoke(tool, agent.config.workspace, args,
+                        context=CallContext(msg_id, call_id, rerun=True))
         probe(ProbeKind.EFFECT_AFTER, tool_name, call_id=call_id, recovery=True)
     return R.message(msg_id, run_id, Role.TOOL, result.content, tool_call_id=call_id,
                      tool_name=tool_name, is_error=result.is_error, terminate=result.terminate)

@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from crashmatrix.fakes import FakeProvider
+from crashmatrix.fakes import FakeDownstream, FakeProvider
 from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.execution.runner import RunnerConfig
 from crashmatrix.harness.execution.spawn import SpawnMode
@@ -23,6 +23,7 @@ def mutant_runner(name: MutantName, work_root: Path, *,
     scenarios = [load_builtin()[s] for s in CATALOGUE[name].scenarios]
     assert MutantAdapter.python is not None
     spawner = make_spawner(SpawnMode.FORK, list(MutantAdapter.python.preload))
-    with FakeProvider() as provider, contextlib.closing(spawner):
-        yield scenarios, RunnerConfig(adapter=MutantAdapter(name), provider=provider, work_root=work_root,
+    with FakeProvider() as provider, FakeDownstream() as downstream, contextlib.closing(spawner):
+        yield scenarios, RunnerConfig(adapter=MutantAdapter(name), provider=provider,
+                                      downstream=downstream, work_root=work_root,
                                       spawner=spawner, fsync=fsync)

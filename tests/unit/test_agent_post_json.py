@@ -131,6 +131,13 @@ def test_a_header_key_reaches_the_service(fake: FakeDownstream, monkeypatch: pyt
     assert record.body == {"to": "a@example.com"}
 
 
+def test_a_path_without_its_leading_slash_is_under_the_base_url(
+        fake: FakeDownstream, monkeypatch: pytest.MonkeyPatch) -> None:
+    serve(fake, monkeypatch, mail())
+    assert run({**HEADER, "path": "messages"}) == ToolResult('HTTP 201: {"id": "op_1"}')
+    assert [r.path for r in fake.records("case")] == ["/messages"]
+
+
 def test_a_body_key_is_a_field_of_a_copy_of_the_body(fake: FakeDownstream,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     serve(fake, monkeypatch, mail("body:client_ref", "/messages/by-ref/{key}"))
@@ -188,12 +195,12 @@ def test_a_missing_base_url_is_an_error_and_sends_nothing(fake: FakeDownstream,
     {**{k: v for k, v in HEADER.items() if k != "key"}, "status": "/messages/{key}"},  # no key
     {**HEADER, "key": "cookie:x"},
     {**HEADER, "key": "header:Bad Name"},
-    {**HEADER, "path": "messages"},
+    {**HEADER, "path": "/messages here"},
     {**HEADER, "service": "Mail"},
     {**HEADER, "body": ["not", "an", "object"]},
     {**HEADER, "extra": 1},
 ], ids=["status-without-placeholder", "status-without-key", "key-where", "key-header-token",
-        "relative-path", "service-name", "body-not-object", "unknown-argument"])
+        "path-with-space", "service-name", "body-not-object", "unknown-argument"])
 def test_bad_arguments_are_errors_and_send_nothing(stub: Stub, args: dict[str, Any]) -> None:
     result = run(args)
     assert result.is_error
@@ -240,12 +247,15 @@ def test_a_5xx_then_status_200_is_applied_and_not_sent_again(stub: Stub) -> None
 
 @pytest.mark.parametrize("status_reply", [(500, "down"), "close", (403, "no")])
 def test_a_status_query_without_an_answer_gives_up_unknown(stub: Stub, status_reply: Any) -> None:
-    stub.plan = [(429, "slow down"), status_reply]
+    stub.plan = [(429, "slow down"), status_reply, status_reply]
     result = run(WITH_STATUS)
     assert result.is_error
     assert "outcome is unknown (status query: " in result.content
     assert f"GET /messages/{KEY} answers whether it applied" in result.content
-    assert [s.method for s in stub.seen] == ["POST", "GET"]
+    # A query changes nothing: one left unanswered (no reply, a 5xx) is asked once more; a
+    # refusal is an answer. Nothing is sent again either way.
+    asked = 1 if status_reply == (403, "no") else 2
+    assert [s.method for s in stub.seen] == ["POST", *["GET"] * asked]
 
 
 def test_still_unknown_after_the_re_send_names_the_key(stub: Stub) -> None:
@@ -280,11 +290,23 @@ def test_a_4xx_is_refused_and_not_sent_again(stub: Stub) -> None:
 
 
 def test_a_rerun_with_status_and_no_answer_sends_nothing(stub: Stub) -> None:
-    stub.plan = [(503, "down")]
+    stub.plan = [(503, "down"), (503, "down")]
     result = run(WITH_STATUS, RERUN)
     assert result.is_error
     assert "outcome is unknown (status query: HTTP 503: down)" in result.content
-    assert [s.method for s in stub.seen] == ["GET"]
+    assert [s.method for s in stub.seen] == ["GET", "GET"]
+
+
+def test_a_status_answer_lost_once_is_asked_again(stub: Stub) -> None:
+    stub.plan = ["close", (200, '{"id":"op_1"}')]
+    assert run(WITH_STATUS, RERUN) == ToolResult('applied (confirmed by status query): {"id":"op_1"}')
+    assert [s.method for s in stub.seen] == ["GET", "GET"]
+
+
+def test_a_rerun_asks_again_after_its_own_send_is_unknown(stub: Stub) -> None:
+    stub.plan = [(404, "none"), "close", (200, '{"id":"op_1"}')]
+    assert run(WITH_STATUS, RERUN) == ToolResult('applied (confirmed by status query): {"id":"op_1"}')
+    assert [s.method for s in stub.seen] == ["GET", "POST", "GET"]
 
 
 def test_the_response_body_is_capped(stub: Stub, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from crashmatrix.harness.adapters.baseline import MessagesOnlyAdapter
 from crashmatrix.harness.adapters.durable import ADAPTER as DURABLE
 from crashmatrix.harness.adapters.interface import Capability
-from crashmatrix.harness.enumeration import single_crash_cases
+from crashmatrix.harness.enumeration import single_crash_cases, steps_from_trace
 from crashmatrix.harness.evaluate import repro_command
 from crashmatrix.harness.faults.interface import AtCrash, by_default_of, observes_of
 from crashmatrix.harness.faults.power import POWER, POWER_KEEP1
@@ -29,7 +29,12 @@ POINTS = ["commit.before:run_started", "commit.written:run_started", "commit.aft
 
 
 def test_the_default_set_is_unchanged_and_power_runs_only_when_selected() -> None:
-    assert [f.name for f in faults_for(DURABLE)] == ["kill", "second", "torn"]
+    # The downstream faults are in the default set too, but act only at downstream requests: at
+    # probe events the default matrix is still kill, second and torn.
+    default = faults_for(DURABLE)
+    assert [f.name for f in default] == ["error-after-apply", "error-before-apply", "kill",
+                                         "kill-after-apply", "reply-lost", "second", "timeout", "torn"]
+    assert sorted({s.fault for s in steps_from_trace(POINTS, default)}) == ["kill", "second", "torn"]
     assert [f.name for f in faults_for(DURABLE, ("power",))] == ["power"]
     assert [f.name for f in faults_for(DURABLE, ("torn", "power-keep1"))] == ["power-keep1", "torn"]
 
@@ -62,8 +67,9 @@ def test_a_fault_kind_written_before_the_members_neither_observes_nor_leaves_the
 def test_a_selection_names_an_unknown_fault_and_one_the_agent_cannot_take() -> None:
     assert check_selection(("power",), DURABLE) == []
     assert check_selection(("powr", "power"), NoFileStore()) == [
-        "--fault powr: unknown fault (known: eio-fsync, enospc-write, kill, power, power-keep1, second, "
-        "short-write, torn)",
+        "--fault powr: unknown fault (known: eio-fsync, enospc-write, error-after-apply, "
+        "error-before-apply, kill, kill-after-apply, power, power-keep1, reply-lost, second, "
+        "short-write, timeout, torn)",
         "--fault power: needs file-store, which agent 'no-files' does not declare"]
 
 

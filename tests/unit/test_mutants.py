@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from crashmatrix.agent import cli, inbox, log, loop, provider, recovery, state
+from crashmatrix.agent import cli, downstream_call, inbox, log, loop, provider, recovery, state
 from crashmatrix.agent import records as R
 from crashmatrix.agent.lock import SessionLock
 from crashmatrix.agent.log import SessionLog
@@ -88,7 +88,7 @@ def test_the_catalogue_names_every_mutant_of_the_issue_with_a_failure_class_and_
 
 def _seams() -> dict[tuple[str, str], object]:
     owners: list[Any] = [loop, log, recovery, state, R, inbox, provider, Agent, provider.ProviderClient,
-                         SessionLog, cli]
+                         SessionLog, cli, downstream_call]
     return {(repr(o), k): v for o in owners for k, v in vars(o).items()}
 
 
