@@ -42,6 +42,11 @@ class MutantName(StrEnum):
     FRESH_KEY = "fresh-key"
     ATTEMPT_KEY = "attempt-key"
     RESEND_WITHOUT_STATUS = "resend-without-status"
+    NO_CLIENT_TIMEOUT = "no-client-timeout"
+    ERROR_MEANS_REFUSED = "error-means-refused"
+    ERROR_MEANS_SUCCESS = "error-means-success"
+    RESET_MEANS_UNSENT = "reset-means-unsent"
+    JOURNAL_AFTER_REPLY = "journal-after-reply"
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,30 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "After an unknown outcome the agent re-submits without asking the service's status query "
        "first, so a service with no key applies the operation twice.",
        D.resend_without_status, "email-by-reference"),
+    # One per downstream fault kind, each killed by that fault alone (timeout, error-after-apply,
+    # error-before-apply, reply-lost, kill-after-apply, in this order).
+    _m(N.NO_CLIENT_TIMEOUT,
+       "The HTTP client of the agent's downstream calls has no timeout, so a service that takes "
+       "the request and never answers hangs the agent for good.",
+       D.no_client_timeout, "email-keyed"),
+    _m(N.ERROR_MEANS_REFUSED,
+       "A 5xx from a service is taken as a refusal that applied nothing, but a gateway can fail "
+       "after the service committed, so the operation asked for again happens twice.",
+       D.error_means_refused, "email-keyed", "email-by-reference"),
+    _m(N.ERROR_MEANS_SUCCESS,
+       "A 5xx from a service is reported to the model as success, so an operation the service "
+       "never applied is taken as done and never retried.",
+       D.error_means_success, "email-keyed", "email-by-reference"),
+    _m(N.RESET_MEANS_UNSENT,
+       "A connection reset without a reply is taken to mean the request never reached the "
+       "service, but the service may have applied it and lost only the reply, so the operation "
+       "asked for again happens twice.",
+       D.reset_means_unsent, "email-keyed", "email-by-reference"),
+    _m(N.JOURNAL_AFTER_REPLY,
+       "Recovery trusts a local journal written after the service's reply over the service "
+       "itself, so a crash after the service applied a request and before the reply came looks "
+       "like a request never sent, which is sent again as a new operation.",
+       D.journal_after_reply, "email-keyed", "email-by-reference"),
 )})
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 from crashmatrix.agent import downstream_call as D
 from crashmatrix.agent.downstream_call import Reply, Target
@@ -62,3 +64,91 @@ def resend_without_status(p: Patcher) -> None:
         return send(target)
 
     p.replace(D, "confirm_or_send", send_blind)
+
+
+# -- one mutant per downstream fault kind: each is killed by that fault alone ----------------------
+def no_client_timeout(p: Patcher) -> None:
+    # The fault: the HTTP client waits for a reply for ever (exchange reads the timeout at call
+    # time and hands it to the connection; None is a blocking socket). A reply the service holds
+    # hangs the agent; a reply lost (a reset), a 5xx or a kill still ends the request.
+    p.replace(D, "DOWNSTREAM_TIMEOUT_S", None)
+
+
+def _is_5xx(status: int | None) -> bool:
+    return status is not None and 500 <= status < 600
+
+
+def error_means_refused(p: Patcher) -> None:
+    classify: Callable[[int | None], D.Kind] = D.classify
+
+    def classify_5xx_refused(status: int | None) -> D.Kind:
+        # The fault: a 5xx is a refusal ("nothing was applied"), as for a 4xx; but a gateway may
+        # fail after the service committed. The model, told so, asks again in a new call.
+        return D.Kind.REFUSED if _is_5xx(status) else classify(status)
+
+    p.replace(D, "classify", classify_5xx_refused)
+
+
+def error_means_success(p: Patcher) -> None:
+    classify: Callable[[int | None], D.Kind] = D.classify
+
+    def classify_5xx_done(status: int | None) -> D.Kind:
+        # The fault: any reply is taken as done (only a missing reply is unknown), so a 5xx from a
+        # service that applied nothing reads to the model as the email sent.
+        return D.Kind.DONE if _is_5xx(status) else classify(status)
+
+    p.replace(D, "classify", classify_5xx_done)
+
+
+# What exchange says when the connection was closed or reset without a reply (a timeout says
+# "no reply within ...s", another error "no reply (<its type>)").
+RESET = "no reply (the connection was closed or reset)"
+
+
+def reset_means_unsent(p: Patcher) -> None:
+    send: Send = D.send
+    result: Callable[[Target, Reply], tuple[str, bool]] = D.result
+
+    def send_reading_resets(target: Target) -> Reply:
+        reply = send(target)
+        if reply.status is None and reply.text == RESET:
+            # The fault: a reset is taken as "never reached the service", a definite failure; but
+            # the service may have applied the request and lost only the reply. (A timeout stays
+            # unknown, and is handled as the correct agent does.)
+            return replace(reply, kind=D.Kind.REFUSED)
+        return reply
+
+    def result_of_reset(target: Target, reply: Reply) -> tuple[str, bool]:
+        if reply.kind is D.Kind.REFUSED and reply.status is None:
+            return (f"ERROR: post_json: the connection was closed or reset before the service took "
+                    f"the request ({reply.step}); nothing was sent: {reply.text}"), True
+        return result(target, reply)
+
+    p.replace(D, "send", send_reading_resets)
+    p.replace(D, "result", result_of_reset)
+
+
+# The journal: a file per key in the process's working directory (the case directory, kept
+# across the agent's restarts), written once the service's reply reported success.
+JOURNAL = ".post_json-sent-{key}"
+
+
+def journal_after_reply(p: Patcher) -> None:
+    post: Callable[..., tuple[str, bool]] = D.post
+
+    def post_journaled(target: Target, *, rerun: bool) -> tuple[str, bool]:
+        marker = Path(JOURNAL.format(key=target.key()))
+        if rerun:
+            # The fault: a recovery trusts its own journal over the service. Found, it reports
+            # success without asking; not found, it takes the call as never sent and sends it as a
+            # new request (a key of its own); but a crash after the service applied the request
+            # and before the reply came leaves no journal entry for an operation that happened.
+            if marker.exists():
+                return f"HTTP 200: sent before the restart (journal {marker.name})", False
+            target = replace(target, call_id=f"{target.call_id}-{uuid.uuid4().hex[:8]}")
+        content, is_error = post(target, rerun=False)
+        if not is_error:
+            marker.touch()
+        return content, is_error
+
+    p.replace(D, "post", post_journaled)

@@ -124,5 +124,8 @@ def test_every_builtin_gives_the_case_ids_and_verdicts_recorded_before_tools_by_
         got[r["case"]] = [r["verdict"], sorted({v["invariant"] for v in r["violations"]}),
                           r["exercised"], r["not_applicable"]]
     want = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    # Built-ins added since (the downstream ones) are judged by their own tests.
+    recorded = {case.split("/", 1)[0] for case in want}
+    got = {case: v for case, v in got.items() if case.split("/", 1)[0] in recorded}
     assert sorted(got) == sorted(want)
     assert {c: v for c, v in got.items() if v != want[c]} == {}

@@ -119,8 +119,11 @@ def test_a_call_id_key_fails_where_the_framework_asks_the_model_again(tmp_path: 
     # The Agents SDK runs the request again; with fresh ids the model's new call brings a new key.
     failing = downstream_verdicts("openai-agents:support_agents.api:build", tmp_path)
     doubled = {case for case, found in failing.items() if "at-most-once" in found}
+    # Killed after the send returned (14, 15), or by the downstream after the mail API applied
+    # it and before its reply arrived (d01): the model is asked again, a new call id, a new key.
     assert doubled == {"refund-api/14:effect.after:send_email/kill",
-                       "refund-api/15:commit.before:call.send_email,result.send_email/kill"}
+                       "refund-api/15:commit.before:call.send_email,result.send_email/kill",
+                       "refund-api/d01:create:mail/kill-after-apply"}
     assert all("downstream-key" in failing[case] for case in doubled)
     assert {i for found in failing.values() for i in found} == {"at-most-once", "downstream-key",
                                                                "continuation"}
