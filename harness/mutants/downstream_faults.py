@@ -1,4 +1,5 @@
-"""Faulty downstream protocols: which key post_json's sends carry, and when it asks before re-sending.
+"""Faulty downstream protocols: which key post_json's sends carry, when it asks before re-sending,
+how long it waits for a reply, and what it takes a 5xx, a reset or a crash in flight to mean.
 
 Only a scenario with a downstream service (`[[services]]`, whose tool is post_json) calls this
 code: a mutant here is killed with a service in play, or not at all.

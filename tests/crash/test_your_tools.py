@@ -58,7 +58,7 @@ def test_a_scenario_naming_a_tool_the_agent_lacks_is_exit_2_naming_scenario_tool
     assert proc.returncode == 2, proc.stderr
     assert "scenario 'refund'" in proc.stderr
     assert "'send_email', which agent 'durable-agent' does not have" in proc.stderr
-    assert "its tools: append_note, bash, edit, read, stop_run, write" in proc.stderr
+    assert "its tools: append_note, bash, edit, post_json, read, stop_run, write" in proc.stderr
     assert not (out / "results.jsonl").exists()  # refused before any case ran
 
 
