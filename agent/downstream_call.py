@@ -15,7 +15,10 @@ from crashmatrix.agent.records import Replay
 
 # Per HTTP request; read at call time, so tests can lower it. A reply that takes longer is an
 # unknown outcome, handled like a dropped connection (the key and the status query cover both).
-DOWNSTREAM_TIMEOUT_S = 1.0
+# Not shorter: a loopback reply takes milliseconds even in a loaded matrix, and a spurious timeout
+# adds a request, which shifts the downstream crash points of a re-run (a nondeterministic case).
+# Each `timeout` fault case pays it once.
+DOWNSTREAM_TIMEOUT_S = 2.0
 # Every result is committed to the session log and sent to the model: a response body is cut here.
 RESPONSE_CAP_BYTES = 64 * 1024
 

@@ -62,7 +62,7 @@ class DownstreamRecord:
     method: str
     path: str  # relative to the service's base URL, as sent (query string dropped)
     # The dedup key as sent (header or body field; None when the request carried none), or the
-    # key a status query by {key} asked for.
+    # key (or, by {ref}, the reference) a status query asked for.
     key: str | None
     body: Any  # the parsed JSON body; None when empty or not JSON
     outcome: Outcome

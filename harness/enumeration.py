@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from crashmatrix.harness.faults.interface import FaultKind, at_request, at_store_calls_of, injecting
@@ -83,15 +84,19 @@ def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind],
     return [case.extend(step) for step in steps]
 
 
-def crash_loop_extension(case: Case, trace: list[list[str]], loop: int) -> Case | None:
-    """Crash again at the first event of the finishing incarnation that repeats the last crash
-    point: the schedule of an agent that keeps dying at the same step (`[matrix] crash_loop`)."""
+def crash_loop_extension(case: Case, trace: list[list[str]], loop: int,
+                         requests: Sequence[Sequence[str]] = ()) -> Case | None:
+    """Crash again at the first event (or downstream request, for a downstream step: `requests`,
+    per incarnation) of the finishing incarnation that repeats the last crash point: the schedule
+    of an agent that keeps dying at the same step (`[matrix] crash_loop`)."""
     if not case.schedule or case.depth >= loop or len(trace) <= case.depth:
         return None
     last = case.schedule[-1]
-    for n, point in enumerate(trace[case.depth], 1):
+    points = trace[case.depth] if not last.downstream else (
+        requests[case.depth] if len(requests) > case.depth else [])
+    for n, point in enumerate(points, 1):
         if point == last.point:
-            return case.extend(CrashStep(n, last.kind, last.label, last.fault))
+            return case.extend(dataclasses.replace(last, n=n))
     return None
 
 

@@ -222,8 +222,7 @@ class MatrixCollector(pytest.Collector):
         for scenario in self.scenarios:
             obs = host.record(scenario)
             first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
-            requests = [r.point for r in obs.downstream if r.incarnation == 1]
-            cases = single_crash_cases(scenario.name, first, faults, requests)
+            cases = single_crash_cases(scenario.name, first, faults, obs.requests_of(1))
             if host.states is not None:
                 host.states.expect(cases)  # second-process cases of one recording share a host
             for case in [Case(scenario.name), *cases]:

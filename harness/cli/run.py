@@ -645,8 +645,7 @@ def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] 
         calls = obs.incarnations[0].store_calls if obs.incarnations else []
         return [Case(scenario.name), *blackbox_cases(scenario.name, calls, faults)]
     first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
-    requests = [r.point for r in obs.downstream if r.incarnation == 1]
-    return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults, requests)]
+    return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults, obs.requests_of(1))]
 
 
 @click.command("repro")

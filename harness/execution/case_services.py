@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from crashmatrix.fakes.downstream import Fate, Injection
-from crashmatrix.harness.faults.interface import AtRequestFault
+from crashmatrix.harness.faults.interface import AtRequestFault, FaultKind
 from crashmatrix.harness.records.case import CrashStep
 from crashmatrix.harness.records.observation import DownstreamRequest, IncarnationRecord
 from crashmatrix.scenarios.model import Scenario, Service
@@ -44,6 +44,22 @@ def register(host: DownstreamHost | None, case_key: str, scenario: Scenario) -> 
 def count(host: DownstreamHost | None, case_key: str, services: Mapping[str, str]) -> int:
     """How many requests the case's services have recorded so far."""
     return len(host.records(case_key)) if services and host is not None else 0
+
+
+def step_problems(step: CrashStep, fault: FaultKind, scenario: Scenario) -> list[str]:
+    """Why a downstream step cannot be run on this scenario ([] when it can): a step the matrix
+    never enumerates there would only run the case to a nondeterministic end."""
+    names = [s.name for s in scenario.services]
+    if not names:
+        return [f"step {step.token()} acts at a downstream request, and scenario "
+                f"{scenario.name!r} declares no downstream services"]
+    if step.label not in names:
+        return [f"step {step.token()} names service {step.label!r}; scenario {scenario.name!r} "
+                f"declares {', '.join(names)}"]
+    if step.n < 1 or not fault.enumerated_at(step.kind, step.label):
+        return [f"step {step.token()}: fault {fault.name!r} acts at no request {step.n} of kind "
+                f"{step.kind!r} (requests count from 1; kinds: create, status)"]
+    return []
 
 
 def injection_of(fault: AtRequestFault) -> Injection:

@@ -56,7 +56,8 @@ def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
         if case.depth == 0:
             out += single_crash_cases(case.scenario, result.trace[0], faults, requests_of(result, 0))
             continue
-        loop = crash_loop_extension(case, result.trace, by_name[case.scenario].matrix.crash_loop)
+        loop = crash_loop_extension(case, result.trace, by_name[case.scenario].matrix.crash_loop,
+                                    result.downstream)
         if loop is not None:
             out.append(loop)
     return out

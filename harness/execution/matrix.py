@@ -172,7 +172,8 @@ class Matrix:
                                 children = extensions(case, result.trace, self.faults,
                                                       result.downstream)
                             loop = crash_loop_extension(
-                                case, result.trace, self.by_name[case.scenario].matrix.crash_loop)
+                                case, result.trace, self.by_name[case.scenario].matrix.crash_loop,
+                                result.downstream)
                             if loop is not None and loop not in children and loop.depth > cfg.depth:
                                 children.append(loop)
                         # Shards split the single-crash cases by their position (stable whatever

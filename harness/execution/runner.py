@@ -144,9 +144,8 @@ class CaseRunner:
             problems.append(f"scenario {scenario.name!r} declares downstream services, and this "
                             "runner has no fake downstream to serve them")
         for step in case.schedule:
-            if step.downstream and not scenario.services:
-                problems.append(f"step {step.token()} acts at a downstream request, and scenario "
-                                f"{scenario.name!r} declares no downstream services")
+            if step.downstream:
+                problems += case_services.step_problems(step, self.fault(step.fault), scenario)
             lacking = self.fault(step.fault).requires - self.config.adapter.capabilities
             if lacking:
                 problems.append(f"fault {step.fault!r} needs {', '.join(sorted(lacking))}, which agent "

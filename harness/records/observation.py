@@ -195,3 +195,8 @@ class Observation:
 
     def all_events(self) -> list[tuple[int, ProbeEvent]]:
         return [(inc.index, e) for inc in self.incarnations for e in inc.events]
+
+    def requests_of(self, incarnation: int) -> list[str]:
+        """The downstream requests incarnation `incarnation` (1-based) made, as `kind:service`:
+        the crash points of the downstream faults there."""
+        return [r.point for r in self.downstream if r.incarnation == incarnation]

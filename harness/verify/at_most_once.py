@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation
-from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table_of
+from crashmatrix.harness.verify.calls import CallSite, CallTable, call_table_of, contradicts
 from crashmatrix.harness.verify.downstream import service_calls
 from crashmatrix.harness.verify.effects import befores, site_effects_of, site_policy
 from crashmatrix.harness.verify.trace import Trace
@@ -120,13 +120,6 @@ def _witness_lines(obs: Observation, table: CallTable, flagged: set[int]) -> lis
     return out
 
 
-def _contradicts(rule: RecordRule, site: CallSite) -> bool:
-    """Whether the call's arguments give a field of `where` another value (it made some other
-    record: an email to Bob is no email to Ana)."""
-    args = site.start.args if site.start is not None and isinstance(site.start.args, dict) else site.call.args
-    return isinstance(args, dict) and any(k in args and args[k] != v for k, v in rule.where.items())
-
-
 def charged(rule: PatternRule | RecordRule, table: CallTable) -> list[CallSite]:
     """The calls of the rule's tool that may have made its effects: for a record rule, those whose
     arguments do not contradict `where`; when every call contradicts it (a tool that rewrites
@@ -135,7 +128,7 @@ def charged(rule: PatternRule | RecordRule, table: CallTable) -> list[CallSite]:
     assert rule.tool is not None
     sites = table.of_tool(rule.tool)
     if isinstance(rule, RecordRule):
-        return [s for s in sites if not _contradicts(rule, s)] or sites
+        return [s for s in sites if not contradicts(rule.where, s)] or sites
     return sites
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,3 +93,11 @@ def call_table(t: Transcript) -> CallTable:
             sites.append(CallSite(len(sites), assistant, call, results, start))
     orphans.sort(key=lambda pair: pair[0])
     return CallTable(tuple(sites), tuple(m for _, m in orphans))
+
+
+def contradicts(where: Mapping[str, Any], site: CallSite) -> bool:
+    """Whether the call's arguments (as it started, else as the model asked) give a field of
+    `where` another value: it made some other record, or sent to another service (an email to
+    Bob is no email to Ana)."""
+    args = site.start.args if site.start is not None and isinstance(site.start.args, dict) else site.call.args
+    return isinstance(args, dict) and any(k in args and args[k] != v for k, v in where.items())

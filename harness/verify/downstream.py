@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from crashmatrix.harness.records.observation import DownstreamRequest, Observation
-from crashmatrix.harness.verify.calls import CallSite, CallTable
+from crashmatrix.harness.verify.calls import CallSite, CallTable, contradicts
 from crashmatrix.scenarios.model import Service
 
 # A create the service took as a submission; `failed` too (a 5xx before it applied): the agent
@@ -18,14 +18,9 @@ def service_calls(table: CallTable, service: Service) -> list[CallSite]:
     another value."""
     assert service.tool is not None
     sites = table.of_tool(service.tool)
-    if not service.where:
-        return sites
-    return [s for s in sites if not _contradicts(service, s)]
-
-
-def _contradicts(service: Service, site: CallSite) -> bool:
-    args = site.start.args if site.start is not None and isinstance(site.start.args, dict) else site.call.args
-    return isinstance(args, dict) and any(k in args and args[k] != v for k, v in service.where.items())
+    # As for a record rule (at_most_once.charged): when every call contradicts `where` (a tool
+    # that rewrites what it is given), the record cannot tell the calls apart: all are charged.
+    return [s for s in sites if not contradicts(service.where, s)] or sites
 
 
 def submissions(obs: Observation, service: Service) -> list[DownstreamRequest]:

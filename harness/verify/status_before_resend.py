@@ -28,7 +28,8 @@ def check_status_before_resend(obs: Observation, scenario: Scenario) -> list[Vio
         sent = submissions(obs, service)
         if len(sent) <= len(service_calls(table, service)):
             continue  # no re-send: as many submissions as operations the model asked for
-        asked = [q.seq for q in queries(obs, service)]
+        # A query whose answer the agent never got (lost, a 5xx) told it nothing.
+        asked = [q.seq for q in queries(obs, service) if not q.unknown]
         for first, again in pairwise(sent):
             if first.incarnation == again.incarnation and not first.unknown:
                 continue  # no crash between them, and the agent knew how the first one ended

@@ -34,7 +34,7 @@ KILLER = {
     N.JOURNAL_AFTER_REPLY: ("kill-after-apply", {"at-most-once"}),  # re-sent anew by recovery
 }
 # The case deadline: short, since a hung agent (no-client-timeout) runs into it; long enough for a
-# case whose reply the service holds (our agent gives up after DOWNSTREAM_TIMEOUT_S, 1 s).
+# case whose reply the service holds (our agent gives up after DOWNSTREAM_TIMEOUT_S, 2 s).
 TIMEOUT_S = 5.0
 
 

@@ -13,7 +13,13 @@ import pytest
 
 from crashmatrix.fakes import Downstream, FakeDownstream
 from crashmatrix.fakes.downstream import Fate, Injection, Outcome
-from crashmatrix.harness.enumeration import downstream_steps, extensions, single_crash_cases, steps_from_trace
+from crashmatrix.harness.enumeration import (
+    crash_loop_extension,
+    downstream_steps,
+    extensions,
+    single_crash_cases,
+    steps_from_trace,
+)
 from crashmatrix.harness.execution.case_services import injection_of
 from crashmatrix.harness.faults import downstream as faults
 from crashmatrix.harness.faults.interface import ReplyFate
@@ -165,6 +171,15 @@ def test_a_deeper_schedule_crashes_at_the_finishing_incarnations_requests() -> N
         "s/d01:create:mail/kill-after-apply+01:c:d/kill",
         "s/d01:create:mail/kill-after-apply+d01:create:mail/reply-lost",
         "s/d01:create:mail/kill-after-apply+d02:create:shop/reply-lost"]
+
+
+def test_a_crash_loop_repeats_a_downstream_step_at_the_same_request_of_the_recovery() -> None:
+    parent = Case("s", (CrashStep(1, "create", "mail", "kill-after-apply", downstream=True),))
+    requests = [["create:mail"], ["status:mail", "create:mail"]]
+    loop = crash_loop_extension(parent, [["a:b"], ["c:d"]], 3, requests)
+    assert loop is not None
+    assert loop.case_id == "s/d01:create:mail/kill-after-apply+d02:create:mail/kill-after-apply"
+    assert crash_loop_extension(parent, [["a:b"], ["c:d"]], 3, [["create:mail"], ["status:mail"]]) is None
 
 
 def test_a_downstream_case_id_round_trips_and_its_fault_must_act_at_requests() -> None:

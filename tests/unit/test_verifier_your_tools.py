@@ -341,6 +341,24 @@ def test_a_request_elsewhere_is_no_status_query() -> None:
     assert Id.STATUS_BEFORE_RESEND not in ids((asked, scenario))
 
 
+def test_a_re_send_after_an_unknown_outcome_in_one_incarnation_needs_a_query_first() -> None:
+    # A lost reply (no status) in incarnation 1, then a re-send in the same incarnation.
+    obs, scenario = mailed(UNKEYED_MAIL, ("applied", None, 1), ("applied", None, 1))
+    obs.downstream[0] = dataclasses.replace(obs.downstream[0], status=None, fault="reply-lost")
+    (v,) = [v for v in verify(obs, scenario) if v.invariant is Id.STATUS_BEFORE_RESEND]
+    assert "after an unknown outcome (no reply)" in v.message
+    # The same two sends, the first answered 201: the agent knew; no re-send of an unknown.
+    known, scenario = mailed(UNKEYED_MAIL, ("applied", None, 1), ("applied", None, 1))
+    assert Id.STATUS_BEFORE_RESEND not in ids((known, scenario))
+
+
+def test_a_status_query_whose_answer_was_lost_asked_nothing() -> None:
+    obs, scenario = mailed(UNKEYED_MAIL, ("applied", None, 1), ("status", None, 2), ("applied", None, 2))
+    assert Id.STATUS_BEFORE_RESEND not in ids((obs, scenario))  # answered: it asked
+    obs.downstream[1] = dataclasses.replace(obs.downstream[1], status=None, fault="reply-lost")
+    assert Id.STATUS_BEFORE_RESEND in ids((obs, scenario))
+
+
 def test_a_refusal_the_tool_reports_in_plain_text_is_not_called_an_invented_success() -> None:
     # The service answered (400), the tool's text says so, the verifier cannot read it as an error.
     obs, scenario = mailed(KEYED_MAIL, ("refused", "k-1", 1), emails_sent=1)
