@@ -29,7 +29,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
 
-from crashmatrix.harness.adapters.interface import LaunchSpec, PreflightError, PythonEntry, ToolSpec
+from crashmatrix.harness.adapters.interface import (
+    LaunchSpec,
+    PreflightError,
+    PythonEntry,
+    ToolSpec,
+    pass_env_of,
+)
+from crashmatrix.harness.records.agent_env import agent_environment
 from crashmatrix.probe import ProbeDetached, probe
 
 DETACHED_EXIT = 3  # the harness closed the channel: take no further step
@@ -223,7 +230,7 @@ class HostedAdapter:
         return self._described[command]
 
     def _describe(self, command: tuple[str, ...]) -> tuple[ToolSpec, ...]:
-        env = {**os.environ, **self.env()}
+        env = {**agent_environment(os.environ, pass_env_of(self)), **self.env()}
         env.pop("CRASHMATRIX_PROBE", None)  # describe is no incarnation: it must not probe
         shown = shlex.join(command)
         try:

@@ -63,7 +63,9 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
             lines += [f"   XX {note}" for note in inc.fault_notes]
         if inc.nondeterministic:
             lines.append(f"   !! nondeterministic: {inc.nondeterministic}")
-        if inc.runaway is not None:
+        if inc.protocol_error is not None:
+            lines.append(f"   !! killed: it broke the probe protocol: {inc.protocol_error}")
+        elif inc.runaway is not None:
             lines.append(f"   !! killed at event {inc.runaway}: over the step bound (--max-events "
                          f"{inc.runaway - 1})")
         elif inc.timed_out:

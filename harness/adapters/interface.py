@@ -126,7 +126,9 @@ class Adapter(Protocol):
         ...
 
     def env(self) -> dict[str, str]:
-        """Extra environment for every incarnation."""
+        """Extra environment for every incarnation. The harness's own environment reaches an
+        agent allow-listed only (records/agent_env.py); an adapter whose agent needs more names
+        them in an optional `pass_env` attribute (a tuple of names, `pass_env_of`)."""
         ...
 
     def tear(self, spec: LaunchSpec) -> None:
@@ -157,6 +159,12 @@ class Adapter(Protocol):
 def python_program(module: str) -> tuple[str, ...]:
     """`program` for a Python agent run as `python -m MODULE` by the harness's interpreter."""
     return (sys.executable, "-m", module)
+
+
+def pass_env_of(adapter: object) -> tuple[str, ...]:
+    """The names of the harness's environment the adapter passes to its agent beyond the
+    allow-list (its optional `pass_env`); () when it names none."""
+    return tuple(getattr(adapter, "pass_env", ()) or ())
 
 
 def declared_tools_of(adapter: object) -> tuple[ToolSpec, ...] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -38,6 +39,16 @@ class _Main(click.Group):
         except KeyboardInterrupt as exc:
             # Not click's "Aborted!" and exit 1: an interrupted command is exit 3 (README).
             fail(str(exc) or "interrupted by SIGINT", Exit.HARNESS)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise  # click's own: usage errors (2) and explicit exits
+        except Exception as exc:
+            # A harness bug must never read as a verdict: exit 1 means "violations found".
+            # The traceback goes last, for a bug report; the first line says what happened.
+            click.echo(f"crashmatrix: error: the harness failed ({type(exc).__name__}: {exc}); "
+                       "this is a crashmatrix bug: please report it with the command and the "
+                       "traceback below", err=True)
+            click.echo(traceback.format_exc(), err=True)
+            sys.exit(int(Exit.HARNESS))
 
 
 @contextmanager

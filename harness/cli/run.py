@@ -55,6 +55,8 @@ from crashmatrix.harness.faults.registry import (
 )
 from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.records.case import Case, CaseIdError
+from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.redact import redact
 from crashmatrix.harness.records.results import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_TIMEOUT_S,
@@ -85,6 +87,7 @@ from crashmatrix.harness.records.run_record import (
     run_file_for,
     write_run,
 )
+from crashmatrix.harness.records.terminal_text import terminal_safe
 from crashmatrix.harness.verify import CHECKS
 from crashmatrix.reports.facts import run_facts
 from crashmatrix.reports.terminal import render as render_summary
@@ -566,7 +569,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         click.echo(json.dumps(summary(results, str(out_dir)) | facts.to_json(), ensure_ascii=False))
         say_completeness(completeness)
     else:
-        click.echo(render_summary(results, str(out_dir / RESULTS_FILE), completeness, facts))
+        click.echo(terminal_safe(render_summary(results, str(out_dir / RESULTS_FILE), completeness, facts)))
     if interrupted:
         click.echo(f"crashmatrix: interrupted: {len(results)} finished cases kept in "
                    f"{out_dir / RESULTS_FILE}; to run the rest, repeat the command with --resume", err=True)
@@ -703,11 +706,17 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         obs = runner.run(case, scenario)
         result = evaluate(obs, scenario, fsync=cfg.fsync, agent=cfg.agent,
                           scenario_dirs=portable_paths(dirs), duration_ms=0.0, timeout_s=timeout)
-    for line in render_timeline(obs, result):
-        click.echo(line)
+    _print_timeline(obs, result)
     if work is not None:
         click.echo(f"kept: {work}")
     sys.exit(int(verdict_exit([result])))
+
+
+def _print_timeline(obs: Observation, result: CaseResult) -> None:
+    """The case's timeline, as `repro` prints it: it quotes what the agent and its tools printed,
+    so secrets are redacted and terminal escapes shown, never obeyed."""
+    for line in render_timeline(obs, result):
+        click.echo(terminal_safe(redact(line)))
 
 
 def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool) -> None:
@@ -731,8 +740,7 @@ def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool)
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
     with _runner_config(adapter, timeout, fsync, keep, spawn, work=work) as cfg:
         obs, result = run_repro(saved, cfg)
-    for line in render_timeline(obs, result):
-        click.echo(line)
+    _print_timeline(obs, result)
     if work is not None:
         click.echo(f"kept: {work}")
     sys.exit(int(Exit.HELD if result.ok else Exit.VIOLATIONS))
@@ -884,7 +892,7 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) ->
         click.echo(json.dumps(summary(merged, str(out_dir)) | facts.to_json(), ensure_ascii=False))
         say_completeness(completeness)
     else:
-        click.echo(render_summary(merged, str(out_dir / RESULTS_FILE), completeness, facts))
+        click.echo(terminal_safe(render_summary(merged, str(out_dir / RESULTS_FILE), completeness, facts)))
     if completeness.state is Completion.INCOMPLETE:
         sys.exit(int(Exit.HARNESS))
     sys.exit(int(verdict_exit(merged)))

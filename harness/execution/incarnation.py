@@ -36,6 +36,17 @@ class IncarnationRunaway(Exception):
         self.bound = bound
 
 
+class IncarnationProtocolError(Exception):
+    """The agent wrote a probe line the protocol does not allow (not a JSON object with a string
+    `kind` and `label`, not UTF-8, or longer than MAX_PROBE_LINE): that case's verdict, never the
+    harness's death (the caller kills the agent)."""
+
+
+# A probe line is a few hundred bytes; one this long without a newline is no probe event, and
+# buffering more would let an agent make the harness hold gigabytes.
+MAX_PROBE_LINE = 1024 * 1024
+
+
 # Rounds of stop-then-read before a kill (each round finds what forked in the one before).
 STOP_ROUNDS = 8
 # How long a kill waits for the descendants it signalled to be gone (they are not our children:
@@ -143,6 +154,22 @@ def _wait_gone(procs: list[psutil.Process], timeout: float) -> list[psutil.Proce
     return alive
 
 
+def _parsed(line: bytes, n: int) -> tuple[str, str, dict[str, object]]:
+    """(kind, label, detail) of probe line `n`; IncarnationProtocolError naming what is wrong."""
+    try:
+        raw = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise IncarnationProtocolError(f"probe line {n} is not UTF-8 JSON: {line[:80]!r}") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("kind"), str) or not isinstance(
+            raw.get("label"), str):
+        raise IncarnationProtocolError(
+            f"probe line {n} is not an object with a string kind and label: {line[:80]!r}")
+    detail = raw.get("detail") or {}
+    if not isinstance(detail, dict):
+        raise IncarnationProtocolError(f"probe line {n}'s detail is not an object: {line[:80]!r}")
+    return raw["kind"], raw["label"], detail
+
+
 class Incarnation:
     """`max_events`: the step bound; reading one event more raises IncarnationRunaway (the caller
     kills the agent), so a loop that never ends is stopped promptly, not at the case deadline.
@@ -164,6 +191,7 @@ class Incarnation:
         self._ack_fd = to_child_w
         self._event_fd = from_child_r
         self._buf = b""
+        self._scanned = 0  # bytes of _buf known to hold no newline (each chunk is scanned once)
         self._count = 0  # events read from the channel
         self._granted = 0  # permits written: the agent may run through this event unasked
         self._closed = False
@@ -185,7 +213,11 @@ class Incarnation:
         granted a permit past the bound; the caller kills it), IncarnationTimeout past the
         deadline.
         """
-        while b"\n" not in self._buf:
+        while (end := self._buf.find(b"\n", self._scanned)) < 0:
+            self._scanned = len(self._buf)
+            if self._scanned > MAX_PROBE_LINE:
+                raise IncarnationProtocolError(
+                    f"probe line {self._count + 1} runs past {MAX_PROBE_LINE} bytes without a newline")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise IncarnationTimeout(f"no probe event within the deadline (pid {self.pid})")
@@ -195,12 +227,12 @@ class Incarnation:
             if not chunk:
                 return None
             self._buf += chunk
-        line, _, self._buf = self._buf.partition(b"\n")
-        raw = json.loads(line)
+        line, self._buf, self._scanned = self._buf[:end], self._buf[end + 1 :], 0
+        kind, label, detail = _parsed(line, self._count + 1)
         self._count += 1
         if self._max_events is not None and self._count > self._max_events:
             raise IncarnationRunaway(self._count, self._max_events)
-        return ProbeEvent(self._count, raw["kind"], raw["label"], raw.get("detail") or {})
+        return ProbeEvent(self._count, kind, label, detail)
 
     def ack(self) -> None:
         """Let the agent go on past the event just read (and no further than granted before)."""

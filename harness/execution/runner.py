@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from crashmatrix.fakes.case import CaseState
-from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec, pass_env_of
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
 from crashmatrix.harness.adapters.tools import declared_policies
 from crashmatrix.harness.execution import blackbox, case_services
@@ -28,7 +28,12 @@ from crashmatrix.harness.execution.case_services import DownstreamHost
 from crashmatrix.harness.execution.freeze_chain import FreezeChain
 from crashmatrix.harness.execution.fs_inject import inject_args, injected
 from crashmatrix.harness.execution.fs_trace import parse_file
-from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationRunaway, IncarnationTimeout
+from crashmatrix.harness.execution.incarnation import (
+    Incarnation,
+    IncarnationProtocolError,
+    IncarnationRunaway,
+    IncarnationTimeout,
+)
 from crashmatrix.harness.execution.intruder import FrozenIncarnation
 from crashmatrix.harness.execution.observed import ObservedKill, TracedSpawner, image_of
 from crashmatrix.harness.execution.spawn import Launch, Spawner
@@ -44,6 +49,7 @@ from crashmatrix.harness.faults.interface import (
     observes_of,
 )
 from crashmatrix.harness.faults.registry import fault_named
+from crashmatrix.harness.records.agent_env import agent_environment
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.observation import (
     Delivery,
@@ -242,7 +248,7 @@ class CaseRunner:
                         settled.keep(final_key, record)
                         if capture is not None:
                             capture.settle_unchanged = True
-                if record.timed_out or record.nondeterministic or record.runaway:
+                if record.timed_out or record.nondeterministic or record.runaway or record.protocol_error:
                     break
                 if chain is not None and chain.done:
                     break  # a host whose every intruder was clean: its run is its parent's
@@ -444,6 +450,9 @@ class CaseRunner:
             except IncarnationRunaway as exc:
                 record.runaway = exc.events
                 inc.kill()
+            except IncarnationProtocolError as exc:
+                record.protocol_error = str(exc)
+                inc.kill()
         if armed is not None:
             armed.settle(record)
         record.duration_ms = (time.monotonic() - started) * 1000
@@ -486,7 +495,8 @@ class CaseRunner:
 
     def _env(self) -> dict[str, str]:
         if self._base_env is None:
-            env = dict(os.environ)
+            # Allow-listed: the agent never inherits the harness's keys (records/agent_env.py).
+            env = agent_environment(os.environ, pass_env_of(self.config.adapter))
             # Scenario commands say `python`: make that the interpreter running the harness (it
             # has the project's dependencies, e.g. pytest), whether or not a venv is activated.
             env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"

@@ -15,6 +15,7 @@ from typing import Any
 
 from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode
 from crashmatrix.harness.execution.zygote_server import MEASURE_IMPORTS
+from crashmatrix.harness.records.agent_env import agent_environment
 
 
 class ZygoteError(RuntimeError):
@@ -61,7 +62,9 @@ class Zygote:
         `preload` to (--line-coverage); the children's own data comes from `Launch.coverage`."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
-        env = dict(os.environ)
+        # Allow-listed as every incarnation's (a forked child's /proc/PID/environ is the
+        # zygote's): no secret of the harness's reaches the agent this way either.
+        env = agent_environment(os.environ)
         if measure_imports is not None:
             env[MEASURE_IMPORTS] = json.dumps([str(measure_imports[0]), measure_imports[1]])
         self._proc = subprocess.Popen(

@@ -46,8 +46,9 @@ def stable(text: str) -> str:
 
 
 def scrub(text: str) -> str:
-    """`text` without scratch paths and durations, clipped to MAX_TEXT."""
-    return clip(stable(text), MAX_TEXT)
+    """`text` without scratch paths, durations and secrets (values of the harness's secret-looking
+    variables: an agent may have found one anyway), clipped to MAX_TEXT."""
+    return clip(redact(stable(text)), MAX_TEXT)
 
 
 def scrubbed(value: Any) -> Any:
@@ -104,6 +105,7 @@ def _incarnation(inc: IncarnationRecord) -> dict[str, Any]:
         "exit_code": inc.exit_code,
         "timed_out": inc.timed_out,
         "runaway": inc.runaway,
+        **({"protocol_error": scrub(inc.protocol_error)} if inc.protocol_error else {}),
         "nondeterministic": None if inc.nondeterministic is None else scrub(inc.nondeterministic),
         "requests_before": inc.requests_before,
         "commits_before": inc.commits_before,

@@ -37,6 +37,9 @@ class IncarnationRecord:
     commits_before: int = 0  # commits in the store before this incarnation started
     # The extra `recover` after the work is done: it must find nothing to do.
     settle: bool = False
+    # The probe line that broke the protocol (not JSON, no kind, too long): it was killed there,
+    # and `liveness` says so (a bad line is that case's verdict, never the harness's death).
+    protocol_error: str | None = None
     # Killed by the harness at this probe event, one past the step bound (`--max-events`),
     # without having ended: a runaway loop, of the agent or of the scenario's script.
     runaway: int | None = None

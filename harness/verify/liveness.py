@@ -18,7 +18,11 @@ def check_liveness(obs: Observation, scenario: Scenario) -> list[Violation]:
         out.append(Violation(ID, f"the harness could not finish the case: {obs.harness_error}",
                              {"harness_error": obs.harness_error}))
     for inc in obs.incarnations:
-        if inc.timed_out:
+        if inc.protocol_error is not None:
+            out.append(Violation(ID, (
+                f"inc{inc.index} ({inc.command}) broke the probe protocol and was killed: "
+                f"{inc.protocol_error}"), {"incarnation": inc.index, "protocol_error": inc.protocol_error}))
+        elif inc.timed_out:
             out.append(Violation(ID, (
                 f"inc{inc.index} ({inc.command}) hung: it neither reported an event nor exited "
                 "before the case's deadline"), {"incarnation": inc.index, "events": len(inc.events)}))

@@ -58,7 +58,9 @@ AGENT = LoudAdapter()
 
 
 def crashmatrix(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENAI_API_KEY": SECRET}
+    # Passed on purpose (agents inherit no key unless named): the agent prints it, and every
+    # output must show it redacted.
+    env = {**os.environ, "OPENAI_API_KEY": SECRET, "CRASHMATRIX_PASS_ENV": "OPENAI_API_KEY"}
     return subprocess.run([*CLI, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600,
                           check=False)
 

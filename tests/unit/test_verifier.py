@@ -340,3 +340,11 @@ def test_on_the_other_wires_only_a_refusal_the_fake_marks_as_pairing_is_pairing(
                                    pairing=pairing)
         obs = dataclasses.replace(obs, requests=[*obs.requests[:-1], last])
         assert ids(judge(obs, changelog_scenario()).violations) & {InvariantId.PAIRING} == expected
+
+
+def test_a_probe_protocol_error_is_a_liveness_violation_naming_the_line() -> None:
+    obs, scenario = _baseline()
+    assert Id.LIVENESS not in {v.invariant for v in verify(obs, scenario)}
+    obs.incarnations[0].protocol_error = "probe line 7 is not UTF-8 JSON: b'garbage'"
+    (v,) = [v for v in verify(obs, scenario) if v.invariant is Id.LIVENESS]
+    assert "inc1 (run) broke the probe protocol and was killed: probe line 7" in v.message
