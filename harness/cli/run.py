@@ -577,10 +577,36 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         sys.exit(int(Exit.HARNESS))
     if any(r.verdict is Verdict.ERROR for r in results):
         sys.exit(int(Exit.HARNESS))
+    idle = uncrashed(results) if shard_spec is None else {}
+    for name, why in idle.items():
+        click.echo(f"crashmatrix: error: scenario {name}: no case crashed anything: {why}, so "
+                   "nothing about recovery was tested", err=True)
+    if idle:
+        sys.exit(int(Exit.HARNESS))
     missing = coverage_failures(results, declared) if require_coverage else []
     if missing:
         click.echo(f"crashmatrix: error: {coverage_message(missing)}", err=True)
     sys.exit(int(verdict_exit(results, bool(missing))))
+
+
+def uncrashed(results: list[CaseResult]) -> dict[str, str]:
+    """Scenarios whose crash-free run held but gave no crash point, so no case of theirs crashed
+    anything, each with why: a green run for them would prove nothing (an agent whose probes
+    never attach, a store the black-box tracer does not see, fault kinds that act nowhere in
+    it). A crash-free run that failed is its own verdict, already said."""
+    crashed = {r.scenario for r in results if r.depth > 0}
+    out = {}
+    for r in sorted(results, key=lambda r: r.scenario):
+        if r.depth == 0 and r.ok and r.scenario not in crashed:
+            if any(r.store_calls):
+                out[r.scenario] = "none of the selected fault kinds acts at its store calls"
+            elif r.store_calls or not any(r.trace):
+                out[r.scenario] = ("its crash-free run reported no probe event and made no store "
+                                   "call: is the agent's probe attached (CRASHMATRIX_PROBE, "
+                                   "docs/your-agent.md)?")
+            else:
+                out[r.scenario] = "none of the selected fault kinds has a crash point in its run"
+    return out
 
 
 def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> Exit:

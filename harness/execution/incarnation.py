@@ -167,7 +167,14 @@ def _parsed(line: bytes, n: int) -> tuple[str, str, dict[str, object]]:
     detail = raw.get("detail") or {}
     if not isinstance(detail, dict):
         raise IncarnationProtocolError(f"probe line {n}'s detail is not an object: {line[:80]!r}")
-    return raw["kind"], raw["label"], detail
+    kind, label = raw["kind"], raw["label"]
+    # A case id spells the point `NN:kind:label/fault` and joins steps with `+`: a kind holding
+    # `:`, `/` or `+`, or a label holding `+`, would name a case no one could run again.
+    if not kind or any(c in kind for c in ":/+") or any(c.isspace() for c in kind) or "+" in label:
+        raise IncarnationProtocolError(
+            f"probe line {n}: kind {kind[:40]!r} or label {label[:40]!r} holds a character case ids "
+            "reserve (a kind: ':', '/', '+', spaces; a label: '+')")
+    return kind, label, detail
 
 
 class Incarnation:

@@ -39,6 +39,8 @@ def launched(tmp_path: Path, *lines: bytes | int) -> Incarnation:
     (b'{"label": "x"}\n', "not an object with a string kind and label"),
     (b'{"kind": 3, "label": "x"}\n', "not an object with a string kind and label"),
     (b'{"kind": "a", "label": "x", "detail": [1]}\n', "detail is not an object"),
+    (b'{"kind": "commit.before", "label": "a+b"}\n', "holds a character case ids reserve"),
+    (b'{"kind": "commit:before", "label": "x"}\n', "holds a character case ids reserve"),
 ])
 def test_a_bad_line_is_a_protocol_error_naming_it(tmp_path: Path, line: bytes, says: str) -> None:
     with launched(tmp_path, GOOD, line) as inc:
