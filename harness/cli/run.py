@@ -25,6 +25,7 @@ from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
 from crashmatrix.harness.adapters.requirements import agent_label, misfit, unmet
 from crashmatrix.harness.cli.exitcodes import Exit, fail
+from crashmatrix.harness.cli.out_lock import lock_out
 from crashmatrix.harness.cli.portable import found_from_here, is_portable, portable_paths, run_dir
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
@@ -477,10 +478,12 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                          scenarios=tuple(s.name for s in scenarios),
                          shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None,
                          faults=selected)
+    if not resume:
+        _claim_out(out_dir, overwrite)  # only reads: a directory refused gets no lock file
+    lock_out(out_dir)  # before anything in --out is written (or, resuming, read)
     if resume:
         previous, saved = _saved_results(out_dir, options)
     else:
-        _claim_out(out_dir, overwrite)
         previous, saved = None, {}
     if line_coverage and adapter.python is None:
         # Refused before anything in --out is touched: earlier results stay as they were.
@@ -881,6 +884,7 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) ->
     """Combine the results of the shards of one matrix into one results.jsonl and run.json."""
     out_dir = Path(out)
     _claim_out(out_dir, overwrite)
+    lock_out(out_dir)
     shards = _merge_inputs(inputs)
     _check_one_matrix(shards)
     try:
