@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 from pathlib import Path
 
 from crashmatrix.harness.cli.exitcodes import fail
 
-LOCK_FILE = ".crashmatrix.lock"  # beside the results; holds the writer's pid, for the message
+# Beside the results, created once and never written: a refused command leaves --out as it was.
+LOCK_FILE = ".crashmatrix.lock"
 _held: list[int] = []  # open descriptors: a lock lives as long as its descriptor, so to the exit
 
 
 def lock_out(out_dir: Path) -> None:
-    """Take `out_dir` for this process, or exit 2 naming the run that holds it. Two runs into one
+    """Take `out_dir` for this process, or exit 2 saying another command holds it. Two runs into one
     --out would interleave their results and each overwrite the other's run.json; the second is
     refused before it touches anything. The kernel drops the lock when this process ends, however
     it ends (a SIGKILL too), so a stale lock file never blocks a later run."""
@@ -23,13 +23,8 @@ def lock_out(out_dir: Path) -> None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = ""
-        with contextlib.suppress(OSError):
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
         os.close(fd)
-        fail(f"--out {out_dir}: another crashmatrix command is writing there (pid {holder or '?'}); "
-             "wait for it to end, or choose another --out")
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        fail(f"--out {out_dir}: another crashmatrix command is writing there; wait for it to end, "
+             "or choose another --out")
     _held.append(fd)
 

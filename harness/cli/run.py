@@ -884,7 +884,6 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) ->
     """Combine the results of the shards of one matrix into one results.jsonl and run.json."""
     out_dir = Path(out)
     _claim_out(out_dir, overwrite)
-    lock_out(out_dir)
     shards = _merge_inputs(inputs)
     _check_one_matrix(shards)
     try:
@@ -896,6 +895,7 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) ->
         fail(f"the shards tested different agents ({', '.join(agents)}); merge results of one agent")
     record = _merged_record(shards, merged)
     # Everything is checked and read before anything is written: an input may be --out itself.
+    lock_out(out_dir)
     write_results(out_dir / RESULTS_FILE, merged)
     if record is not None:
         write_run(out_dir / RUN_FILE, record)

@@ -32,13 +32,12 @@ def test_a_second_writer_is_refused_and_the_first_ones_files_stay(tmp_path: Path
     # A run still writing there: this process holds the lock, as that run would.
     fd = os.open(out / LOCK_FILE, os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_EX)
-    os.pwrite(fd, b"4242\n", 0)
     try:
         for args in (("run", "--scenario", "finished", "--out", str(out)),
                      ("run", "--scenario", "finished", "--out", str(out), "--resume")):
             second = crashmatrix(*args)
             assert second.returncode == 2, second.stderr[-2000:]
-            assert "another crashmatrix command is writing there (pid 4242)" in second.stderr
+            assert "another crashmatrix command is writing there" in second.stderr
         assert files(out) == before
     finally:
         os.close(fd)
