@@ -79,6 +79,11 @@ def write_state(state: PowerState) -> None:
         p = Path(path)
         if target.kind is TargetKind.DIR:
             p.mkdir(parents=True, exist_ok=True)
+        elif p.is_dir() and not p.is_symlink():
+            # A directory has no bytes to keep or cut: a content target on one comes from a call
+            # on its descriptor (an fsync of the directory, as the inbox's); its entries are
+            # targets of their own (issue 33, P1: IsADirectoryError on session/inbox).
+            continue
         elif target.kind is TargetKind.BYTES and target.data is not None:
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_bytes(target.data)

@@ -251,6 +251,13 @@ class _Model:
             self.current[new] = moving.number
 
     def state(self, keep: int) -> PowerState:
+        # A foreign path with paths under it is another process's directory (the inbox the
+        # harness delivered into while the agent ran), not a file: it holds no bytes, and what
+        # lies in it is judged path by path (issue 33, P1).
+        for path, number in self.current.items():
+            inode = self.inodes[number]
+            if inode.foreign and not inode.is_dir and any(p.startswith(path + "/") for p in self.current):
+                inode.is_dir = True
         kept = self._kept(keep)
         targets: dict[str, Target] = {}
         notes = list(self.notes)

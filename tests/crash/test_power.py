@@ -42,6 +42,17 @@ def test_the_power_matrix_holds_on_our_agent_with_fsync_on_by_default(tmp_path: 
     assert (run["fsync"], run["faults"]) == (True, ["power"])
 
 
+def test_power_holds_where_the_harness_delivers_into_the_inbox_while_the_agent_runs(tmp_path: Path) -> None:
+    # The inbox the harness creates mid-incarnation is another process's directory to the power
+    # model: it was an IsADirectoryError (verdict `error`), then "gone with its folder" (issue 33, P1).
+    proc = crashmatrix("run", "--scenario", "queued-input", "--scenario", "cancel", "--fault", "power",
+                       "--fault", "power-keep1", "--json", "--out", str(tmp_path / "out"), timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["cases"] > 50
+    assert summary["failed"] == 0
+
+
 def test_with_fsync_off_it_fails_naming_durable_commits_and_saying_fsync_was_off(tmp_path: Path) -> None:
     proc = crashmatrix("run", *POWER, "--fsync", "off", "--json", "--out", str(tmp_path / "out"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
