@@ -20,6 +20,7 @@ from tabulate import tabulate
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.reports.groups import steps_of
 from crashmatrix.reports.html_style import CSP, CSS
+from crashmatrix.reports.markdown import code
 
 
 class CellStatus(StrEnum):
@@ -126,7 +127,9 @@ def render_terminal(cells: Sequence[Cell]) -> str:
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|")
+    """Plain Markdown text that renders as written: no HTML an agent's name or reason brings goes
+    into the page raw (a viewer that renders Markdown renders inline HTML), and no cell split."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
 
 
 def render_markdown(cells: Sequence[Cell], title: str = "crashmatrix compare") -> str:
@@ -139,7 +142,8 @@ def render_markdown(cells: Sequence[Cell], title: str = "crashmatrix compare") -
         out += ["", "## First failing case per cell", ""]
         for c in details:
             if c.status is CellStatus.NOT_RUN:
-                out.append(f"- **{_md(c.scenario)} x {_md(c.agent)}**: not run: {_md(c.reason or '')}")
+                # A reason quotes names and errors as they are: shown in a code span (issue 33, M3).
+                out.append(f"- **{_md(c.scenario)} x {_md(c.agent)}**: not run: {code(c.reason or '')}")
             elif c.first_case is not None:
                 out.append(f"- **{_md(c.scenario)} x {_md(c.agent)}**: `{c.first_case}`; "
                            f"reproduce: `{c.repro}`")

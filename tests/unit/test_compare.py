@@ -71,6 +71,17 @@ def test_the_renderers_show_each_cell_and_the_repro_of_each_one_that_did_not_hol
     assert "`crashmatrix repro s/04:commit.after:m/kill --agent x`" in md
 
 
+def test_the_markdown_brings_no_raw_html_from_names_or_reasons() -> None:
+    why = "agent <script>x</script> lacks `inbox`"
+    cells = compare(["s"], ["<img src=x>"], {}, {("s", "<img src=x>"): why})
+    md = render_markdown(cells)
+    assert "<img" not in md
+    span = "`` agent <script>x</script> lacks `inbox` ``"  # a code span shows it as text
+    assert f"not run: {span}" in md
+    assert "<script" not in md.replace(span, "")
+    assert "&lt;img src=x&gt;" in md
+
+
 def test_the_page_escapes_what_it_shows() -> None:
     evil = [result("s/01:a:<b>/kill", Verdict.FAIL, "pairing")]
     page = render_html(compare(["s"], ["<x>"], {"<x>": evil}, {}))
