@@ -58,21 +58,59 @@ def _shape_error(r: CaseResult) -> str | None:
     if r.scenario_error is not None and not (
             isinstance(r.scenario_error, dict) and isinstance(r.scenario_error.get("message"), str)):
         return "scenario_error must be an object with a message"
+    return _more_shape_errors(r)
+
+
+def _more_shape_errors(r: CaseResult) -> str | None:
+    """The fields a renderer reads beyond those above (issue 33, M2: a hand-edited file gave a
+    traceback on each of these)."""
+    if not isinstance(r.agent, str):
+        return "agent must be a string"
+    if not isinstance(r.fsync, bool):
+        return "fsync must be true or false"
+    if any(not isinstance(getattr(r, n), int) or isinstance(getattr(r, n), bool)
+           for n in ("requests", "commits")):
+        return "requests and commits must be integers"
+    if not isinstance(r.not_applicable, list) or not all(
+            isinstance(n, dict) and isinstance(n.get("invariant"), str) and isinstance(n.get("reason"), str)
+            for n in r.not_applicable):
+        return "not_applicable must be a list of objects with an invariant and a reason"
+    if r.exercised is not None and not is_str_list(r.exercised):
+        return "exercised must be a list of invariant ids"
+    for name in ("store_calls", "downstream"):
+        value = getattr(r, name)
+        if not isinstance(value, list) or not all(is_str_list(t) for t in value):
+            return f"{name} must hold a list of strings per incarnation"
+    if r.evidence is not None and not isinstance(r.evidence, dict):
+        return "evidence must be an object"
+    if r.policies is not None and not (isinstance(r.policies, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in r.policies.items())):
+        return "policies must map tool names to policies"
+    if r.agent_output is not None and not (isinstance(r.agent_output, list) and all(
+            isinstance(o, dict) and isinstance(o.get("tail"), str) for o in r.agent_output)):
+        return "agent_output must be a list of objects with a tail"
     return None
 
 
 def _damage(path: Path) -> str | None:
-    """The first line that is not a renderable case result, named as an editor numbers it."""
+    """The first line that is not a renderable case result, named as an editor numbers it, or
+    that repeats a case an earlier line holds (a report would count it twice)."""
+    seen: dict[str, int] = {}
     with path.open("rb") as f:
         for line_no, raw in enumerate(f, 1):
             if not raw.strip():
                 continue
             try:
-                why = _shape_error(CaseResult.from_json(json.loads(raw.decode("utf-8"))))
+                result = CaseResult.from_json(json.loads(raw.decode("utf-8")))
+                why = _shape_error(result)
             except Exception as exc:  # any way a line can fail to be a record is damage
                 why = f"{type(exc).__name__}: {exc}"
             if why is not None:
                 return f"{path}: line {line_no}: not a case result ({why})"
+            if result.case in seen:
+                return (f"{path}: line {line_no}: case {result.case} again (line {seen[result.case]} "
+                        "holds it); `crashmatrix merge` combines result files")
+            seen[result.case] = line_no
     return None
 
 

@@ -99,6 +99,14 @@ def good_reports(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
     ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass", "trace": "x"}\n',
      "line 1: not a case result (trace must hold"),
     (b'{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass"}\n\xff\xfe\n', "line 2: not a case"),
+    # Issue 33, M2: fields a renderer reads, hand-edited; and a case counted twice.
+    ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass", "agent": 7}\n',
+     "line 1: not a case result (agent must be a string)"),
+    ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass", "not_applicable": ["x"]}\n',
+     "line 1: not a case result (not_applicable must be a list of objects"),
+    ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass"}\n'
+     '{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass"}\n',
+     "line 2: case a/none again (line 1"),
 ])
 def test_a_missing_empty_or_damaged_file_exits_2_and_leaves_good_reports(
         tmp_path: Path, content: str | bytes | None, expected: str) -> None:
