@@ -52,6 +52,8 @@ _SERVICE = re.compile(r"^[a-z][a-z0-9_]*$")  # the scenario model's service name
 _PATH = re.compile(r"^/[!-~]*$")  # printable ASCII, no spaces: what a request line can carry
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an HTTP header name (RFC 9110 token)
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+# What `exchange` says when the connection was closed or reset without a reply.
+NO_REPLY_RESET = "no reply (the connection was closed or reset)"
 
 
 class SpecError(Exception):
@@ -181,7 +183,7 @@ def exchange(method: str, url: str, headers: Mapping[str, str], body: bytes | No
     except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError):
         # RemoteDisconnected is a ConnectionResetError; which of these a dropped connection
         # raises depends on timing, so they share one text (results stay deterministic).
-        return None, "no reply (the connection was closed or reset)"
+        return None, NO_REPLY_RESET
     except (OSError, http.client.HTTPException) as exc:
         return None, f"no reply ({type(exc).__name__})"
     finally:

@@ -101,18 +101,14 @@ def error_means_success(p: Patcher) -> None:
     p.replace(D, "classify", classify_5xx_done)
 
 
-# What exchange says when the connection was closed or reset without a reply (a timeout says
-# "no reply within ...s", another error "no reply (<its type>)").
-RESET = "no reply (the connection was closed or reset)"
-
-
 def reset_means_unsent(p: Patcher) -> None:
     send: Send = D.send
     result: Callable[[Target, Reply], tuple[str, bool]] = D.result
 
     def send_reading_resets(target: Target) -> Reply:
         reply = send(target)
-        if reply.status is None and reply.text == RESET:
+        # A reset, not a timeout ("no reply within ...s") nor another error ("no reply (<type>)").
+        if reply.status is None and reply.text == D.NO_REPLY_RESET:
             # The fault: a reset is taken as "never reached the service", a definite failure; but
             # the service may have applied the request and lost only the reply. (A timeout stays
             # unknown, and is handled as the correct agent does.)

@@ -9,6 +9,7 @@ its shape (a reader sees which variable stood there), and the secret is never wr
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -32,8 +33,10 @@ NOT_SECRET_PREFIXES = ("XDG_SESSION_", "DESKTOP_SESSION", "GDMSESSION", "GIT_AUT
 MIN_LENGTH = 6
 
 
+@functools.cache
 def is_secret_name(name: str) -> bool:
-    """Whether a variable of this name is taken to hold a secret."""
+    """Whether a variable of this name is taken to hold a secret. Cached by name: every evidence
+    string of every failing case is redacted, each time against the whole environment."""
     upper = name.upper()
     if upper.startswith(NOT_SECRET_PREFIXES):
         return False

@@ -1,0 +1,44 @@
+"""How a matrix command's results become its exit code, and the runs that proved nothing."""
+
+from __future__ import annotations
+
+import click
+
+from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.records.results import CaseResult, Verdict
+
+
+def uncrashed(results: list[CaseResult]) -> dict[str, str]:
+    """Scenarios whose crash-free run held but gave no crash point, so no case of theirs crashed
+    anything, each with why: a green run for them would prove nothing (an agent whose probes
+    never attach, a store the black-box tracer does not see, fault kinds that act nowhere in
+    it). A crash-free run that failed is its own verdict, already said."""
+    crashed = {r.scenario for r in results if r.depth > 0}
+    out = {}
+    for r in sorted(results, key=lambda r: r.scenario):
+        if r.depth == 0 and r.ok and r.scenario not in crashed:
+            if any(r.store_calls):
+                out[r.scenario] = "none of the selected fault kinds acts at its store calls"
+            elif r.store_calls or not any(r.trace):
+                out[r.scenario] = ("its crash-free run reported no probe event and made no store "
+                                   "call: is the agent's probe attached (CRASHMATRIX_PROBE, "
+                                   "docs/your-agent.md)?")
+            else:
+                out[r.scenario] = "none of the selected fault kinds has a crash point in its run"
+    return out
+
+
+def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> Exit:
+    """1 when a case violated an invariant or was nondeterministic (or, where the caller has not
+    exited 3 for it, in error); else 2 (bad input) when a case is a scenario error, which says so
+    on stderr; else 1 for missing coverage; else 0."""
+    if any(not r.ok and r.verdict is not Verdict.SCENARIO_ERROR for r in results):
+        return Exit.VIOLATIONS
+    wrong = [r for r in results if r.verdict is Verdict.SCENARIO_ERROR]
+    if wrong:
+        names = ", ".join(sorted({r.scenario for r in wrong}))
+        click.echo(f"crashmatrix: error: {len(wrong)} case(s) are scenario errors ({names}): the "
+                   "scenario is wrong, not the agent; fix it as each cause says, then run again",
+                   err=True)
+        return Exit.USAGE
+    return Exit.VIOLATIONS if coverage_missing else Exit.HELD
