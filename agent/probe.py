@@ -7,12 +7,18 @@ exactly at an event. It may write permits ahead (N-1 of them to crash at event N
 incarnation finish), so events it will not stop at cost no round trip; an agent that reads one
 byte per event sees the same protocol. Any other byte (or EOF) means the harness is gone, and the
 agent stops acting.
+
+Thread-safe: a framework calls tools and saves its store from worker threads, so one lock makes
+each event's write, its number and its permit one step; events from several threads go out one
+at a time, in the order the threads reach the lock. (That order is the host's to make
+deterministic, e.g. by running one worker: docs/frameworks.md, "Hosting a framework".)
 """
 
 from __future__ import annotations
 
 import json
 import os
+import threading
 from enum import StrEnum
 from typing import Any, Protocol
 
@@ -42,8 +48,13 @@ class _Channel:
         self.write_fd = write_fd
         self.seq = 0
         self.permits = 0  # permits the harness granted ahead and this process has read
+        self._lock = threading.Lock()
 
     def send(self, kind: str, label: str, detail: dict[str, Any]) -> None:
+        with self._lock:
+            self._send(kind, label, detail)
+
+    def _send(self, kind: str, label: str, detail: dict[str, Any]) -> None:
         self.seq += 1
         event = {"n": self.seq, "kind": kind, "label": label, "pid": os.getpid()}
         if detail:

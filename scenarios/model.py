@@ -336,6 +336,20 @@ def _freeze(obj: msgspec.Struct, *names: str) -> None:
         force_setattr(obj, name, _frozen(getattr(obj, name)))
 
 
+def _keys_parsed(mapping: Mapping[Any, Any], name: str) -> dict[Any, Any]:
+    """`mapping` with its keys as ResultKeys. msgspec's `convert` hands a custom-typed dict key
+    to the dec_hook only from 0.23 on (`json.decode` always does); agent-framework-core pins
+    msgspec below 0.23, so a key may arrive as the file's string, and is parsed here."""
+    out = {}
+    for key, value in mapping.items():
+        try:
+            parsed = ResultKey.parse(key) if isinstance(key, str) else key
+        except FieldError as exc:
+            raise FieldError(exc.message, name, key) from None
+        out[parsed] = value
+    return out
+
+
 NonEmpty = Annotated[str, Meta(pattern=r"\S")]  # at least one non-blank character
 Count = Annotated[int, Meta(ge=0)]
 TurnCount = Annotated[int, Meta(ge=0, description="a number of assistant messages")]
@@ -369,6 +383,8 @@ class Condition(Table, frozen=True):
         "the history holds at most N assistant messages"))] = None
 
     def __post_init__(self) -> None:
+        for name in ("results", "last_turn", "contains", "lacks"):
+            force_setattr(self, name, _keys_parsed(getattr(self, name), name))
         _freeze(self, "results", "last_turn", "contains", "lacks")
         if self.min_turns is not None and self.max_turns is not None and self.min_turns > self.max_turns:
             raise FieldError(f"must be >= min_turns ({self.min_turns})", "max_turns")

@@ -1,7 +1,15 @@
-"""continuation: every request carries the committed history exactly: task once, nothing invented."""
+"""continuation: every request carries the committed history exactly: task once, nothing invented.
+
+"Exactly" is what the model sees, not the wire dict: role, text, the call a result answers, and
+each call's id, tool and arguments as data. A client that adds a key the model does not read
+(LangChain JS sends `name` on tool messages, some SDKs `refusal: null`), sends text as a list of
+parts, or serialises the same arguments with other spacing or key order carries the same history;
+a changed argument, text, id or order does not.
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from crashmatrix.harness.records.observation import Observation
@@ -10,12 +18,14 @@ from crashmatrix.scenarios.model import Role, Scenario
 
 ID = InvariantId.CONTINUATION
 SYSTEM = "system"
+TEXT_PARTS = ("text", "input_text", "output_text")  # the part types that carry text
 
 
 def check_continuation(obs: Observation, scenario: Scenario) -> list[Violation]:
     # Requests happen at different points of the history, so each must be a prefix of the final
     # store's wire form; any divergence is history the agent invented, dropped or reordered.
     wire = [m.wire() for m in obs.transcript.messages]
+    seen = [model_view(m) for m in wire]
     allowed = {scenario.task} | {d.text for d in obs.deliveries if d.kind == "input"}
     diverged: list[tuple[int, int, Any, Any]] = []
     task_counts: list[tuple[int, int]] = []
@@ -24,15 +34,15 @@ def check_continuation(obs: Observation, scenario: Scenario) -> list[Violation]:
         body = _body(r.messages)
         # Without the store there is no committed history to compare with; what a request carries
         # on its own (the task once, no invented user message) is still judged.
-        pos = _first_difference(body, wire) if obs.store_read else None
+        pos = _first_difference([model_view(m) for m in body], seen) if obs.store_read else None
         if pos is not None:
             diverged.append((r.index, pos, _at(body, pos), _at(wire, pos)))
         users = [(k, m) for k, m in enumerate(body) if isinstance(m, dict) and m.get("role") == Role.USER]
-        count = sum(1 for _, m in users if m.get("content") == scenario.task)
+        count = sum(1 for _, m in users if _text(m.get("content")) == scenario.task)
         if count != 1:
             task_counts.append((r.index, count))
         for k, m in users:
-            text = m.get("content")
+            text = _text(m.get("content"))
             if not isinstance(text, str) or text not in allowed:
                 foreign.setdefault(str(text), []).append((r.index, k))
     out: list[Violation] = []
@@ -69,9 +79,51 @@ def _body(messages: list[dict[str, Any]]) -> list[Any]:
     return list(messages)
 
 
-def _first_difference(body: list[Any], wire: list[dict[str, Any]]) -> int | None:
+def model_view(m: Any) -> Any:
+    """What the model reads of one chat message, as plain data; a malformed message (not a
+    dict) is itself, so it differs from every committed one."""
+    if not isinstance(m, dict):
+        return ("malformed", repr(m))
+    calls = tuple((str(c.get("id")), str((c.get("function") or {}).get("name")),
+                   _arguments((c.get("function") or {}).get("arguments")))
+                  for c in m.get("tool_calls") or () if isinstance(c, dict))
+    call_id = m.get("tool_call_id")
+    return (m.get("role"), _text(m.get("content")), None if call_id is None else str(call_id), calls)
+
+
+def _text(content: Any) -> Any:
+    """The text of a message's content: a string, the text parts of a list joined, or "" for
+    none (an assistant message that only calls tools says nothing, whichever way it is sent).
+    Content that is not text (an image part, say) is compared as data."""
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        return content
+    texts = []
+    for part in content:
+        if isinstance(part, str):
+            texts.append(part)
+        elif isinstance(part, dict) and part.get("type") in TEXT_PARTS and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            return json.dumps(content, sort_keys=True, default=str)
+    return "".join(texts)
+
+
+def _arguments(raw: Any) -> Any:
+    """Arguments as the data they encode (spacing and key order are the client's business); text
+    that is not JSON is compared as text."""
+    if not isinstance(raw, str):
+        return json.dumps(raw, sort_keys=True, default=str)
+    try:
+        return json.dumps(json.loads(raw), sort_keys=True)
+    except ValueError:
+        return ("text", raw)
+
+
+def _first_difference(body: list[Any], committed: list[Any]) -> int | None:
     for k, m in enumerate(body):
-        if k >= len(wire) or m != wire[k]:
+        if k >= len(committed) or m != committed[k]:
             return k
     return None
 

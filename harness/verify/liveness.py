@@ -1,4 +1,11 @@
-"""liveness: the case ran to an end: no harness error, no hang, no crash exit, no run left open."""
+"""liveness: the case ran to an end: no harness error, no hang, no crash exit, no run left open.
+
+One of its findings has a name of its own: a run that can no longer complete. After the last
+crash every restart failed, and the store is unreadable or still holds the run open: the crash
+left a state the agent cannot get past (a session file truncated by a kill inside its write,
+say), so every later restart dies the same way and the task is lost for good. `log-integrity`
+says the store is damaged; this says what that costs the user.
+"""
 
 from __future__ import annotations
 
@@ -39,10 +46,40 @@ def check_liveness(obs: Observation, scenario: Scenario) -> list[Violation]:
                 "not killed must end with 0 or 1"), {"incarnation": inc.index, "exit_code": inc.exit_code}))
     trace = Trace.of(obs)
     still_open = [r for r in obs.transcript.runs if r.outcome is None]
-    if still_open and not trace.ended_killed and obs.transcript.integrity_error is None:
+    stuck = _cannot_complete(obs)
+    if stuck is not None:
+        out.append(stuck)
+    elif still_open and not trace.ended_killed and obs.transcript.integrity_error is None:
         ids = ", ".join(r.run_id for r in still_open)
         out.append(Violation(ID, (
             f"run {ids} is still open after the last incarnation ended; every run must reach an "
             "outcome"), {"open_runs": [r.run_id for r in still_open],
                          "started_seqs": [r.seq for r in still_open]}))
     return out
+
+
+def _cannot_complete(obs: Observation) -> Violation | None:
+    """The run can no longer complete: every restart after the last crash exited with an error
+    while the store is unreadable or holds a run open (a run the agent closed, failed or
+    aborted, is its verdict on the run, not a lost one)."""
+    incs = obs.incarnations
+    crashes = [k for k, inc in enumerate(incs) if inc.interrupted]
+    if not crashes:
+        return None
+    crashed, restarts = incs[crashes[-1]], incs[crashes[-1] + 1:]
+    if not restarts or any(inc.killed or inc.timed_out or inc.exit_code in (None, 0) for inc in restarts):
+        return None
+    store_error = obs.transcript.integrity_error
+    still_open = [r.run_id for r in obs.transcript.runs if r.outcome is None]
+    if store_error is None and not still_open:
+        return None
+    failed = ", ".join(f"inc{inc.index} ({inc.command}) exited {inc.exit_code}" for inc in restarts)
+    state = (f"the store cannot be read ({store_error})" if store_error is not None
+             else f"run {', '.join(still_open)} is still open")
+    how = "was killed" if crashed.killed else f"was failed a storage call ({crashed.injected})"
+    return Violation(ID, (
+        f"the run can no longer complete: after inc{crashed.index} {how}, every restart failed "
+        f"({failed}) and {state}; a crash must leave a state a restart can finish from"), {
+        "cannot_complete": True, "crashed": crashed.index,
+        "restarts": [{"incarnation": inc.index, "exit_code": inc.exit_code} for inc in restarts],
+        "store_error": store_error, "open_runs": still_open})

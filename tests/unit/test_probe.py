@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import sys
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -67,3 +70,52 @@ def test_a_closed_event_pipe_detaches(pipes: tuple[int, int, int, int]) -> None:
     os.close(pipes[2])
     with pytest.raises(ProbeDetached):
         channel.send("commit.before", "x", {})
+
+
+def test_events_from_many_threads_go_out_whole_numbered_once_each_with_one_permit(
+        pipes: tuple[int, int, int, int]) -> None:
+    """A framework probes from its worker threads: each event's line, number and permit is one
+    step, so the harness reads whole lines numbered 1..N and grants exactly one permit each."""
+    channel = _channel(pipes)
+    threads, each = 8, 150
+    lines: list[str] = []
+
+    def harness() -> None:  # one permit per event line, as the harness does when it stops at none
+        pending = b""
+        while len(lines) < threads * each:
+            chunk = os.read(pipes[2], 65536)
+            if not chunk:
+                return
+            pending += chunk
+            *whole, pending = pending.split(b"\n")
+            lines.extend(w.decode() for w in whole)
+            if whole:
+                os.write(pipes[1], b"c" * len(whole))
+
+    def agent_thread(k: int) -> None:
+        for i in range(each):
+            channel.send("effect.before", f"t{k}", {"i": i})
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show at once
+    try:
+        reader = threading.Thread(target=harness, daemon=True)
+        reader.start()
+        workers = [threading.Thread(target=agent_thread, args=(k,), daemon=True) for k in range(threads)]
+        for w in workers:
+            w.start()
+        deadline = time.monotonic() + 15
+        for w in workers:
+            w.join(max(0.0, deadline - time.monotonic()))
+        stuck = sum(w.is_alive() for w in workers)
+        if stuck:  # let every thread go before failing: detach the agent, end the harness's read
+            os.write(pipes[1], b"x" * threads)
+            os.close(pipes[3])
+        reader.join(5)
+        assert not stuck, f"{stuck} thread(s) wait for a permit they were owed"
+    finally:
+        sys.setswitchinterval(old)
+    events = [json.loads(line) for line in lines]
+    assert [e["n"] for e in events] == list(range(1, threads * each + 1))
+    for k in range(threads):
+        assert [e["detail"]["i"] for e in events if e["label"] == f"t{k}"] == list(range(each))

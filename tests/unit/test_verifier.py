@@ -19,9 +19,11 @@ from tests.support.framework_case import KEYED_MAIL, UNKEYED_MAIL, mailed
 from tests.support.observations import (
     APPEND,
     WITNESS,
+    ObservationBuilder,
     changelog_baseline,
     changelog_builder,
     changelog_scenario,
+    crashed_at_append,
     late_intent_builder,
     lost_intent_builder,
     lying_success_builder,
@@ -348,3 +350,95 @@ def test_a_probe_protocol_error_is_a_liveness_violation_naming_the_line() -> Non
     obs.incarnations[0].protocol_error = "probe line 7 is not UTF-8 JSON: b'garbage'"
     (v,) = [v for v in verify(obs, scenario) if v.invariant is Id.LIVENESS]
     assert "inc1 (run) broke the probe protocol and was killed: probe line 7" in v.message
+
+
+def _with_sent(obs: Observation, change: Callable[[list[dict[str, object]]], None]) -> Observation:
+    """The observation with every request's messages passed through `change` (a deep copy)."""
+    requests = []
+    for r in obs.requests:
+        messages = json.loads(json.dumps(r.messages))
+        change(messages)
+        requests.append(dataclasses.replace(r, messages=messages))
+    return dataclasses.replace(obs, requests=requests)
+
+
+def _continuation(obs: Observation) -> list[Violation]:
+    return [v for v in verify(obs, changelog_scenario()) if v.invariant is InvariantId.CONTINUATION]
+
+
+def test_continuation_compares_what_the_model_sees_not_the_wire_keys() -> None:
+    """A client that adds keys the model does not read (LangChain JS's `name` on tool messages,
+    `refusal: null`), sends text as parts, or serialises the same arguments differently carries
+    the same history."""
+    obs = changelog_baseline()
+
+    def incidental(messages: list[dict[str, object]]) -> None:
+        for m in messages:
+            if m.get("role") == "tool":
+                m["name"] = "append_note"
+            if m.get("role") == "assistant":
+                m["refusal"] = None
+                for c in m.get("tool_calls") or []:  # type: ignore[attr-defined]
+                    args = json.loads(c["function"]["arguments"])
+                    c["function"]["arguments"] = json.dumps(dict(reversed(args.items())), indent=1)
+            if m.get("role") == "user":
+                m["content"] = [{"type": "text", "text": m["content"]}]
+
+    changed = _with_sent(obs, incidental)
+    assert changed.requests != obs.requests, "the change must reach the requests"
+    assert any("name" in m for r in changed.requests for m in r.messages)
+    assert _continuation(changed) == []
+
+
+def test_continuation_still_sees_a_changed_argument() -> None:
+    obs = changelog_baseline()
+
+    def other_line(messages: list[dict[str, object]]) -> None:
+        for m in messages:
+            for c in m.get("tool_calls") or []:  # type: ignore[attr-defined]
+                args = json.loads(c["function"]["arguments"])
+                if "line" in args:
+                    c["function"]["arguments"] = json.dumps({**args, "line": "another line"})
+
+    violations = _continuation(_with_sent(obs, other_line))
+    assert violations, "a changed argument is history the agent rewrote"
+    assert "another line" in json.dumps(violations[0].evidence["sent"])
+
+
+def _restarts_all_fail(store_error: str | None) -> Observation:
+    """Killed at the append, then two restarts that each die with exit 1 before any commit."""
+    b = ObservationBuilder()
+    crashed_at_append(b)
+    for _ in range(2):
+        b.incarnation()
+        b.exit(1)
+    obs = b.build()
+    obs.transcript.integrity_error = store_error
+    return obs
+
+
+def test_a_run_a_crash_left_unfinishable_is_named_as_such() -> None:
+    """A kill inside a session file's write leaves it empty; every restart dies parsing it: the
+    run can no longer complete (liveness says so), beside the store's damage (log-integrity)."""
+    obs = _restarts_all_fail("session.json: Expecting value: line 1 column 1 (char 0)")
+    violated = verify(obs, changelog_scenario())
+    stuck = [v for v in violated if v.evidence.get("cannot_complete")]
+    assert [v.invariant for v in stuck] == [InvariantId.LIVENESS]
+    assert stuck[0].evidence["restarts"] == [{"incarnation": 2, "exit_code": 1},
+                                            {"incarnation": 3, "exit_code": 1}]
+    assert "can no longer complete" in stuck[0].message and "Expecting value" in stuck[0].message
+    assert InvariantId.LOG_INTEGRITY in ids(violated)
+    # With the store readable and the run left open, it is the same finding, said once.
+    readable = verify(_restarts_all_fail(None), changelog_scenario())
+    liveness = [v for v in readable if v.invariant is InvariantId.LIVENESS]
+    assert [v.evidence.get("cannot_complete") for v in liveness] == [True]
+
+
+def test_a_restart_that_succeeds_or_a_run_the_agent_closed_is_no_lost_run() -> None:
+    recovered = _restarts_all_fail("session.json: Expecting value")
+    recovered.incarnations[-1].exit_code = 0
+    assert not any(v.evidence.get("cannot_complete") for v in verify(recovered, changelog_scenario()))
+    closed = _restarts_all_fail(None)  # the agent aborted the run: its verdict, not a lost run
+    assert closed.transcript.runs, "the builder's run is in the store"
+    closed.transcript.runs = [dataclasses.replace(r, outcome="aborted") for r in closed.transcript.runs]
+    assert not any(v.evidence.get("cannot_complete") for v in verify(closed, changelog_scenario()))
