@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from crashmatrix.harness.faults.interface import FaultKind, at_request, at_store_calls_of, injecting
+from crashmatrix.harness.records.blackbox_points import crash_points
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.results import CaseResult
 
@@ -57,13 +58,12 @@ def blackbox_cases(scenario: str, store_calls: list[str], faults: Sequence[Fault
     """Black-box mode: a case at each store call of the recorded first incarnation (`syscall:file`,
     in the order they were made), for each fault that can act there; the step counts that
     syscall's calls on that file (`b03:fsync:session.jsonl`: the third fsync of the log), which
-    is what strace's injection counts, so a case needs no recording to be run again."""
-    seen: dict[str, int] = {}
+    is what strace's injection counts, so a case needs no recording to be run again. Calls the
+    recording only counts or refused (`blackbox.store_points`) are no crash point."""
     cases = []
-    for point in store_calls:
+    for point, n in crash_points(store_calls):
         syscall, _, file = point.partition(":")
-        seen[point] = seen.get(point, 0) + 1
-        cases += [Case(scenario, (CrashStep(seen[point], syscall, file, f.name, blackbox=True),))
+        cases += [Case(scenario, (CrashStep(n, syscall, file, f.name, blackbox=True),))
                   for f in faults if at_store_calls_of(f)]
     return cases
 

@@ -36,7 +36,7 @@ from crashmatrix.harness.cli.report import (
     say_completeness,
 )
 from crashmatrix.harness.cli.tools_table import tools_table
-from crashmatrix.harness.cli.verdict_exit import uncrashed, verdict_exit
+from crashmatrix.harness.cli.verdict_exit import refused_files, uncrashed, verdict_exit
 from crashmatrix.harness.enumeration import blackbox_cases, parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.crash_states import Tally
@@ -581,6 +581,11 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         sys.exit(int(Exit.HARNESS))
     if any(r.verdict is Verdict.ERROR for r in results):
         sys.exit(int(Exit.HARNESS))
+    for name, threaded in refused_files(results).items():
+        named = ", ".join(f"{f} ({n} calls)" for f, n in sorted(threaded.items()))
+        click.echo(f"crashmatrix: note: scenario {name}: black-box made no crash point on {named}: "
+                   "stored to from several threads, whose calls strace counts per thread, so no "
+                   "call can be named that another run repeats", err=True)
     idle = uncrashed(results) if shard_spec is None else {}
     for name, why in idle.items():
         click.echo(f"crashmatrix: error: scenario {name}: no case crashed anything: {why}, so "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.records.blackbox_points import crash_points, refused
 from crashmatrix.harness.records.results import CaseResult, Verdict
 
 
@@ -17,7 +18,14 @@ def uncrashed(results: list[CaseResult]) -> dict[str, str]:
     out = {}
     for r in sorted(results, key=lambda r: r.scenario):
         if r.depth == 0 and r.ok and r.scenario not in crashed:
-            if any(r.store_calls):
+            shared = refused(r.store_calls[0]) if r.store_calls else {}
+            if shared and not crash_points(r.store_calls[0]):
+                files = ", ".join(f"{f} ({n} calls)" for f, n in sorted(shared.items()))
+                out[r.scenario] = (f"every store call it made was on a file stored to from several "
+                                   f"threads ({files}): strace counts calls per thread, so no call "
+                                   "can be named that a second run would repeat (black-box refuses "
+                                   "them; run with probes instead)")
+            elif any(r.store_calls):
                 out[r.scenario] = "none of the selected fault kinds acts at its store calls"
             elif r.store_calls or not any(r.trace):
                 out[r.scenario] = ("its crash-free run reported no probe event and made no store "
@@ -26,6 +34,13 @@ def uncrashed(results: list[CaseResult]) -> dict[str, str]:
             else:
                 out[r.scenario] = "none of the selected fault kinds has a crash point in its run"
     return out
+
+
+def refused_files(results: list[CaseResult]) -> dict[str, dict[str, int]]:
+    """Per scenario, the files its black-box recording refused as crash points (stored to from
+    several threads), each with its number of calls."""
+    return {r.scenario: shared for r in sorted(results, key=lambda r: r.scenario)
+            if r.depth == 0 and r.store_calls and (shared := refused(r.store_calls[0]))}
 
 
 def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> Exit:

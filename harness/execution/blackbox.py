@@ -9,8 +9,13 @@ runs, so a killed write wrote nothing and a killed sync synced nothing), and the
 whether it did (`landed`): a call that never came makes the case nondeterministic, not held.
 
 The counting is strace's: per system call, per file given with `-P` (a call on any other file
-does not count) and per tracing thread. A store written by several threads may therefore be
-killed at another call than the recording's; `landed` then finds no match, and says so.
+does not count) and per traced thread. So the points are the calls strace can count again: a
+file whose store calls come from more than one thread (a framework's thread pool, DBOS's
+executor, Node's libuv workers) gives no crash point, since its n-th call is another call in
+another run, and the recording lists it as refused (`REFUSED`, with the threads counted) so that
+the run can say why. An open that truncates is a store call too (it empties the file), when it
+names the file by an absolute path (strace's `-P` matches an open by the path as given); other
+opens of the same file are listed as counted only (`COUNTED`): strace's ordinal counts them.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from crashmatrix.harness.execution.fs_inject import inject_args
+from crashmatrix.harness.records.blackbox_points import COUNTED, REFUSED
 from crashmatrix.harness.records.fs_calls import FsCall, Syscall
 
 S = Syscall
@@ -28,19 +34,42 @@ S = Syscall
 STORE_CALLS = frozenset({S.WRITE, S.WRITEV, S.PWRITE64, S.FSYNC, S.FDATASYNC, S.FTRUNCATE, S.TRUNCATE,
                          S.RENAME, S.RENAMEAT, S.RENAMEAT2, S.UNLINK, S.UNLINKAT})
 KILL = "signal=KILL"
+OPENS = frozenset({S.OPEN, S.OPENAT, S.CREAT})
+TRUNCATING = "O_TRUNC"  # among an open's flags (creat implies it; the parser says so)
 
 
 def store_points(calls: Sequence[FsCall], session: Path) -> list[str]:
     """The store calls among `calls` (a recording's, in the order they ended), as `syscall:file`
     with the file relative to the session directory (`.` for the directory itself); a rename is
     named by the file it renames (`rename:config.tmp`): strace's `-P` matches a rename by its
-    first path only. Calls that failed are kept: a retry is a call too."""
+    first path only. Calls that failed are kept: a retry is a call too. An open that does not
+    truncate is `COUNTED`-prefixed, every call on a file stored to from several threads
+    `REFUSED`-prefixed."""
     root = os.path.realpath(session)
-    points = []
+    found: list[tuple[FsCall, str, bool]] = []  # (call, point, a crash point)
     for call in calls:
-        if call.syscall not in STORE_CALLS or not any(_under(p, root) for p in call.paths):
+        if not any(_under(p, root) for p in call.paths):
             continue
-        points.append(f"{call.syscall.value}:{os.path.relpath(call.paths[0], root)}")
+        if call.syscall in OPENS:
+            if call.relative:
+                continue  # strace's -P neither matches nor counts it
+            point = f"{call.syscall.value}:{os.path.relpath(call.paths[0], root)}"
+            found.append((call, point, TRUNCATING in call.flags))
+        elif call.syscall in STORE_CALLS:
+            found.append((call, f"{call.syscall.value}:{os.path.relpath(call.paths[0], root)}", True))
+    threads: dict[str, set[int]] = {}
+    for call, point, crash in found:
+        if crash:
+            threads.setdefault(point.partition(":")[2], set()).add(call.pid)
+    shared = {file for file, pids in threads.items() if len(pids) > 1}
+    points = []
+    for _, point, crash in found:
+        if point.partition(":")[2] in shared:
+            points.append(REFUSED + point)
+        elif crash:
+            points.append(point)
+        elif point.partition(":")[2] in threads:  # opens count only where something is stored
+            points.append(COUNTED + point)
     return points
 
 

@@ -129,8 +129,10 @@ def _record(pid: int, name: Syscall, args: list[str], result_text: str,
         else:
             path, flags = at("", args[0]), (args[1] if name is S.OPEN and len(args) > 1
                                              else "O_CREAT|O_WRONLY|O_TRUNC")
+        given = _string(args[1] if name is S.OPENAT else args[0]) if args else ""
         return FsCall(pid, name, (result_path or path,), result if error is None else None,
-                      flags=frozenset(flags.split("|")), result=result, error=error)
+                      flags=frozenset(flags.split("|")), result=result, error=error,
+                      relative=not os.path.isabs(given))
     if name in (S.RENAME, S.RENAMEAT, S.RENAMEAT2):
         old, new = ((at("", args[0]), at("", args[1])) if name is S.RENAME
                     else (at(args[0], args[1]), at(args[2], args[3])))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from crashmatrix.harness.cli.verdict_exit import uncrashed
 from crashmatrix.harness.enumeration import blackbox_cases
 from crashmatrix.harness.execution.blackbox import kill_args, landed, store_points
 from crashmatrix.harness.execution.fs_trace import parse
@@ -16,7 +17,9 @@ from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.faults.power import POWER
 from crashmatrix.harness.faults.second import SECOND
 from crashmatrix.harness.faults.torn import TORN
+from crashmatrix.harness.records.blackbox_points import refused
 from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
+from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.harness.records.violation import InvariantId as Id
 from crashmatrix.harness.verify import judge
 from crashmatrix.harness.verify.checks import FROM_PROBES, PARTLY_FROM_PROBES
@@ -80,9 +83,55 @@ TRACE = [
 
 
 def test_store_points_are_the_changing_calls_on_files_under_the_session_directory() -> None:
+    # The append-mode open is counted (strace's ordinal for a later truncating open counts it),
+    # not a crash point.
     assert store_points(parse(TRACE), SESSION) == [
-        "write:session.jsonl", "fsync:session.jsonl", "fsync:.", "rename:config.tmp"]
+        "~openat:session.jsonl", "write:session.jsonl", "fsync:session.jsonl", "fsync:.",
+        "rename:config.tmp"]
 
+
+TRUNCATING = [
+    '7 openat(AT_FDCWD</s/case>, "/s/case/session/items.json", O_RDONLY) = 4</s/case/session/items.json>',
+    '7 openat(AT_FDCWD</s/case>, "/s/case/session/items.json", O_WRONLY|O_CREAT|O_TRUNC, 0666)'
+    ' = 5</s/case/session/items.json>',
+    '7 write(5</s/case/session/items.json>, "[]", 2) = 2',
+    '7 openat(AT_FDCWD</s/case/session>, "items.json", O_WRONLY|O_CREAT|O_TRUNC, 0666)'
+    ' = 6</s/case/session/items.json>',
+]
+
+
+def test_a_truncating_open_is_a_crash_point_counted_among_the_files_opens() -> None:
+    """It empties the file: the 2nd openat of items.json (the read-only one counts: strace's
+    ordinal does). An open by a relative path is neither: strace's -P cannot match it."""
+    points = store_points(parse(TRUNCATING), SESSION)
+    assert points == ["~openat:items.json", "openat:items.json", "write:items.json"]
+    cases = blackbox_cases("s", points, [KILL])
+    assert [c.case_id for c in cases] == ["s/b02:openat:items.json/kill", "s/b01:write:items.json/kill"]
+    assert "inject=openat:signal=KILL:when=2" in kill_args(SESSION, "openat", "items.json", 2)
+
+
+THREADED = [
+    '7 write(4</s/case/session/db.sqlite>, "a", 1) = 1',
+    '9 write(4</s/case/session/db.sqlite>, "b", 1) = 1',
+    '7 fsync(4</s/case/session/db.sqlite>) = 0',
+    '7 write(5</s/case/session/log>, "c", 1) = 1',
+]
+
+
+def test_a_file_stored_to_from_several_threads_is_refused_with_its_call_count() -> None:
+    """strace counts per thread: the n-th write of db.sqlite is another write in another run
+    (DBOS's executor, Node's workers), so it is no crash point, and the run can say why."""
+    points = store_points(parse(THREADED), SESSION)
+    assert points == ["!write:db.sqlite", "!write:db.sqlite", "!fsync:db.sqlite", "write:log"]
+    assert refused(points) == {"db.sqlite": 3}
+    assert [c.case_id for c in blackbox_cases("s", points, [KILL])] == ["s/b01:write:log/kill"]
+
+
+def test_a_black_box_run_with_only_refused_calls_says_why_nothing_crashed() -> None:
+    only_shared = CaseResult("s/none", "s", 0, Verdict.PASS,
+                             store_calls=[store_points(parse(THREADED[:3]), SESSION)])
+    why = uncrashed([only_shared])["s"]
+    assert "several threads (db.sqlite (3 calls))" in why
 
 def test_a_kill_landed_only_when_its_call_never_returned() -> None:
     killed = ['7 write(4</s/case/session/session.jsonl>, "a", 1) = 1',

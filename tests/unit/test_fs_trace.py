@@ -39,7 +39,7 @@ def test_the_captured_trace_of_a_power_case_reads_as_the_agents_calls_in_order()
 def test_a_failed_call_keeps_its_errno_and_the_path_it_asked_for() -> None:
     [call] = parse(['7 openat(AT_FDCWD</w>, "s/x.json", O_RDONLY|O_CLOEXEC) = -1 ENOENT (No such file)\n'])
     assert call == FsCall(7, Syscall.OPENAT, ("/w/s/x.json",), None, frozenset({"O_RDONLY", "O_CLOEXEC"}),
-                          result=-1, error="ENOENT")
+                          result=-1, error="ENOENT", relative=True)
     assert not call.ok
 
 

@@ -1,0 +1,37 @@
+"""A black-box recording's store calls read as crash points: which, and their ordinals. Pure.
+
+`execution.blackbox.store_points` writes the list (`syscall:file`, in call order); two prefixes
+mark calls that are no crash point: `COUNTED`, a call strace's ordinal counts (an open of a
+file that does not truncate it), and `REFUSED`, a call on a file stored to from several threads,
+whose n-th call is another call in another run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+COUNTED = "~"
+REFUSED = "!"
+
+
+def crash_points(points: Sequence[str]) -> list[tuple[str, int]]:
+    """The recording's points a case may crash at, each with its ordinal as strace counts it
+    (the n-th call of that syscall on that file, counted ones included)."""
+    seen: dict[str, int] = {}
+    out = []
+    for raw in points:
+        point = raw.lstrip(COUNTED + REFUSED)
+        seen[point] = seen.get(point, 0) + 1
+        if raw == point:
+            out.append((point, seen[point]))
+    return out
+
+
+def refused(points: Sequence[str]) -> dict[str, int]:
+    """Files the recording stored to from several threads, each with its number of calls."""
+    out: dict[str, int] = {}
+    for raw in points:
+        if raw.startswith(REFUSED):
+            file = raw[len(REFUSED):].partition(":")[2]
+            out[file] = out.get(file, 0) + 1
+    return out
