@@ -420,6 +420,9 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
               help="1: crash once at every event; 2: also crash again at every event of recovery.")
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option("--shard", metavar="K/N", help="Run only shard K of N (combine with `merge`).")
+@click.option("--case", "only_cases", metavar="CASE_ID", multiple=True,
+              help="Run only this crash case (repeatable; each scenario's crash-free recording runs "
+                   "too): a slice of a slow matrix, e.g. the cases a CI job keeps an eye on.")
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary object on stdout.")
 @click.option("--keep", is_flag=True,
@@ -446,12 +449,14 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, depth: int, jobs: int,
         shard: str | None, out: str, as_json: bool, keep: bool,
         require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool,
-        black_box: bool, states: bool, audit_states: float) -> None:
+        black_box: bool, states: bool, audit_states: float, only_cases: tuple[str, ...]) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
         shard_spec = parse_shard(shard) if shard else None
+        for case_id in only_cases:
+            Case.parse(case_id)
     except ValueError as exc:
-        fail(str(exc))
+        fail(f"--case: {exc}" if only_cases else str(exc))
         return
     scenarios = _scenarios(names, dirs)
     for s in scenarios:
@@ -478,7 +483,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                          max_events=max_events, blackbox=black_box, states=states,
                          scenarios=tuple(s.name for s in scenarios),
                          shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None,
-                         faults=selected)
+                         faults=selected, cases=tuple(sorted(set(only_cases))) or None)
     if not resume:
         _claim_out(out_dir, overwrite)  # only reads: a directory refused gets no lock file
     lock_out(out_dir)  # before anything in --out is written (or, resuming, read)
@@ -523,7 +528,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
                               jobs=jobs, shard=shard_spec, scenario_dirs=_printed_dirs(dirs, where),
                               run_dir=where,
-                              faults=selected, states=states, audit_states=audit_states)
+                              faults=selected, states=states, audit_states=audit_states,
+                              only=frozenset(only_cases) or None)
         matrix = _Resumed(config, saved) if saved else Matrix(config)
         try:
             matrix.run(on_result)
@@ -538,6 +544,11 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         finally:
             progress.close()
             writer.close()
+        unknown = sorted(set(only_cases) - matrix.enumerated_ids) if not interrupted else []
+        if unknown:
+            fail(f"--case {unknown[0]}: no such case in this matrix ({len(matrix.enumerated_ids)} cases "
+                 f"enumerated, e.g. {min(matrix.enumerated_ids, default='none')}); `crashmatrix "
+                 "run` without --case lists them all")
         # Saved cases (--resume) ran in the run this one continues: in none of the counts.
         for failed in matrix.baseline_failed:
             click.echo(f"crashmatrix: {failed.scenario}: the crash-free run already fails "

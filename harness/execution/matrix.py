@@ -54,6 +54,8 @@ class MatrixConfig:
     faults: tuple[str, ...] | None = None  # the kinds selected (--fault); None: the default set
     states: bool = False  # --states: crash cases start from recorded crash states (crash_states.py)
     audit_states: float = 0.0  # --audit-states: the share of those re-run as real kills, compared
+    # --case: only these crash cases (each scenario's recording runs too: it enumerates them)
+    only: frozenset[str] | None = None
 
 
 class Matrix:
@@ -68,6 +70,7 @@ class Matrix:
         # True once no case still to finish can enumerate more: the `known` handed to on_result is
         # then the matrix's total, not a floor (read it in on_result).
         self.enumerated = False
+        self.enumerated_ids: set[str] = set()  # every case id enumerated (what --case may name)
         adapter = config.runner.adapter
         self.states = (CrashStates(self.runner, config.runner.work_root, config.jobs)
                        if config.states and CrashStates.supported(adapter.capabilities) else None)
@@ -179,8 +182,10 @@ class Matrix:
                         # Shards split the single-crash cases by their position (stable whatever
                         # order recordings finish in); deeper cases follow their parent, whose
                         # trace only the parent's shard has.
-                        mine = [c for i, c in enumerate(children) if case.depth > 0
-                                or in_shard(position[case.scenario] + i, cfg.shard)]
+                        self.enumerated_ids.update(c.case_id for c in children)
+                        mine = [c for i, c in enumerate(children) if (case.depth > 0
+                                or in_shard(position[case.scenario] + i, cfg.shard))
+                                and (cfg.only is None or c.case_id in cfg.only)]
                         if self.states is not None:
                             self.states.expect(mine)  # before any of them runs
                         for child in mine:

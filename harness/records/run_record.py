@@ -52,6 +52,8 @@ class RunOptions:
     blackbox: bool = False
     # Cases started from recorded crash states (`--states`); older files: False.
     states: bool = False
+    # Only these crash cases, by id (`--case`); None: every case of the matrix.
+    cases: tuple[str, ...] | None = None
 
     def differences(self, other: RunOptions, ignore: Sequence[str] = ()) -> list[tuple[str, object, object]]:
         """(field, ours, theirs) for each field both record with different values."""
@@ -71,7 +73,7 @@ class RunOptions:
 
 
 # Fields where None is a value (the whole matrix, the default faults), not "not recorded".
-_NONE_MEANS_DEFAULT = ("shard", "faults")
+_NONE_MEANS_DEFAULT = ("shard", "faults", "cases")
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ class RunRecord:
             "max_events": o.max_events,
             "scenarios": None if o.scenarios is None else list(o.scenarios), "shard": o.shard,
             "faults": None if o.faults is None else list(o.faults), "blackbox": o.blackbox,
-            "states": o.states,
+            "states": o.states, "cases": None if o.cases is None else list(o.cases),
             "expected": None if self.expected is None else dict(self.expected),
             "expected_total": self.expected_total, "known": self.known, "done": self.done,
             "complete": self.complete, "ended": None if self.ended is None else self.ended.value,
@@ -187,6 +189,7 @@ class RunRecord:
         branches = get("declared_branches", is_str_list, "a list of strings", required=True)
         scenarios = get("scenarios", is_str_list, "a list of strings")
         faults = get("faults", is_str_list, "a list of strings, or null")
+        cases = get("cases", is_str_list, "a list of case ids, or null")
         expected = get("expected", _is_counts, "an object of case counts")
         merged = get("merged", lambda v: isinstance(v, dict), "an object")
         lines = get("line_coverage", lambda v: isinstance(v, dict), "an object")
@@ -206,7 +209,8 @@ class RunRecord:
                 shard=get("shard", _is_str, "a string K/N, or null"),
                 faults=None if faults is None else tuple(faults),
                 blackbox=bool(get("blackbox", _is_bool, "true or false")),
-                states=bool(get("states", _is_bool, "true or false"))),
+                states=bool(get("states", _is_bool, "true or false")),
+                cases=None if cases is None else tuple(cases)),
             expected=expected,
             known=get("known", _is_count, "a count"),
             done=get("done", _is_count, "a count"),
