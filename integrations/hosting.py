@@ -192,7 +192,7 @@ class HostedAdapter:
         return self._app or os.environ.get(self.app_env) or self.default_app
 
     @property
-    def python(self) -> PythonEntry:
+    def python(self) -> PythonEntry | None:
         # --line-coverage measures the app's own package (the host is ours, not the user's).
         package = self.app.partition(":")[0].partition(".")[0]
         return PythonEntry(self.host, f"{self.host}:main", self.preload, coverage_source=package)

@@ -1,0 +1,1 @@
+"""A CHANGELOG agent in a checkpointed Microsoft Agent Framework workflow (`workflow.build`)."""

@@ -1,0 +1,50 @@
+"""What an adapter for a Node host shares: the `node` command line, the app as `FILE:EXPORT`, no zygote.
+
+A Node host (`integrations/*_js/host.mjs`, on `clients/js/host-runtime.js`) takes the same
+commands as a Python host (`run`, `recover`, `describe`) and `--app FILE:EXPORT`: the user's
+module file and the export that builds the app. FILE is made absolute against the directory
+crashmatrix runs in, so an incarnation (which runs in the workspace) finds it; the host loads
+the framework from that file's own project (its node_modules), never from crashmatrix's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from crashmatrix.harness.adapters.interface import PythonEntry
+from crashmatrix.integrations.hosting import HostedAdapter
+
+# The host's ESM loader resolves the app's packages from the app's folder with
+# `import.meta.resolve(specifier, parent)`, which Node 20 offers behind this flag (a host started
+# without it falls back to the packages' CommonJS entries, found from the same folder).
+NODE_FLAGS = ("--experimental-import-meta-resolve",)
+
+
+def node_program(host: Path) -> tuple[str, ...]:
+    """`program` for a Node host: `node FLAGS HOST` (node as found on PATH now, when it is)."""
+    return (shutil.which("node") or "node", *NODE_FLAGS, str(host))
+
+
+def app_file(app: str) -> Path:
+    """The file of `FILE:EXPORT`, absolute (ValueError for a reference without an export)."""
+    file, sep, export = app.rpartition(":")
+    if not sep or not file or not export:
+        raise ValueError(f"app {app!r}: expected FILE:EXPORT, e.g. ./src/graph.mjs:build")
+    return Path(os.getcwd(), file).resolve()
+
+
+class NodeHostedAdapter(HostedAdapter):
+    """A HostedAdapter whose host is a Node program: every incarnation is a fresh `node`
+    process (no zygote: Node cannot be forked from Python), and the app is `FILE:EXPORT`."""
+
+    preload = ()
+
+    @property
+    def python(self) -> PythonEntry | None:
+        return None  # nothing for the zygote to import
+
+    def _flags(self) -> list[str]:
+        file = app_file(self.app)
+        return ["--app", f"{file}:{self.app.rpartition(':')[2]}"]

@@ -1,0 +1,53 @@
+"""The Agents SDK (JS) adapter: `crashmatrix run --agent openai-agents-js` hosts a Node Agents SDK app.
+
+Which app: the agent factory named by `CRASHMATRIX_OPENAI_AGENTS_JS_APP=FILE:EXPORT` (FILE
+relative to the directory crashmatrix runs in; the same file exports `openSession(dir)`, the
+app's own session), else the shipped example (`examples/openai_agents_js_app`, `agent.mjs:build`).
+The app's project must have its packages installed (`npm ci` there).
+"""
+
+from __future__ import annotations
+
+import os
+from types import MappingProxyType
+
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, pass_env_of
+from crashmatrix.harness.records.agent_env import agent_environment
+from crashmatrix.harness.records.transcript import Transcript
+from crashmatrix.integrations.node_hosting import NodeHostedAdapter, node_program
+from crashmatrix.integrations.openai_agents_js import store
+from crashmatrix.integrations.openai_agents_js.settings import (
+    APP_ENV,
+    DEFAULT_APP,
+    EXAMPLE_DIR,
+    HOST,
+    QUIET_ENV,
+)
+
+
+class OpenAIAgentsJsAdapter(NodeHostedAdapter):
+    name = "openai-agents-js"
+    program = node_program(HOST)
+    host, app_env, default_app = str(HOST), APP_ENV, DEFAULT_APP
+    example_dir, quiet_env = EXAMPLE_DIR, QUIET_ENV
+    # kill and a store reader. Not `file-store`: the session is whatever the app brings.
+    capabilities = frozenset({Capability.KILL, Capability.STORE})
+
+    not_applicable = MappingProxyType({
+        "intent-before-effect": "the Agents SDK saves a tool call only together with its output, "
+                                "after the tool ran (no intent record): a crash in between makes "
+                                "the restart run it again, which at-most-once and safe-rerun judge",
+    })
+
+    def declared_branches(self) -> tuple[str, ...]:
+        return ()  # the SDK reports no recovery decisions: a restart runs the input again
+
+    def read_transcript(self, spec: LaunchSpec) -> Transcript:
+        env = {**agent_environment(os.environ, pass_env_of(self)), **self.env()}
+        env.pop("CRASHMATRIX_PROBE", None)  # dump is no incarnation: it must not probe
+        command = (*self.program, *self._flags(), "dump", str(spec.session))
+        items, error = store.dump(command, env)
+        return store.transcript_of(items, error)
+
+
+ADAPTER = OpenAIAgentsJsAdapter()  # to be registered as `openai-agents-js` in pyproject.toml

@@ -1,0 +1,50 @@
+"""The example Node apps' npm packages, installed on demand: `npm ci` where node_modules is missing.
+
+CI runs from a fresh clone, where no example has its node_modules (they are not committed): a
+test module that hosts a Node app takes `installed(folder)` in a session fixture. `npm ci`
+installs exactly the versions in package-lock.json; better-sqlite3 builds its native module
+(about 70 s on a 2-core machine when no prebuilt binary is found; measured in the report).
+Without node or npm the caller skips, except in CI (`CI` set), where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+NPM_CI_TIMEOUT_S = 900.0  # a native build on a slow, shared machine; more means a hang
+# Files whose absence means an install is missing or broken (npm 11 may skip install scripts:
+# better-sqlite3's compiled module is then missing and every host dies at its first require).
+MARKERS = {"better-sqlite3": Path("node_modules/better-sqlite3/build/Release/better_sqlite3.node")}
+
+
+def missing_tools() -> str | None:
+    """Why Node apps cannot run here (None: node and npm are on PATH)."""
+    for tool in ("node", "npm"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not on PATH (CI installs the Debian packages nodejs and npm)"
+    return None
+
+
+def _complete(folder: Path) -> bool:
+    if not (folder / "node_modules").is_dir():
+        return False
+    lock = (folder / "package-lock.json").read_text(encoding="utf-8")
+    return all((folder / marker).exists() for name, marker in MARKERS.items()
+               if f'"node_modules/{name}"' in lock)
+
+
+def installed(folder: Path) -> None:
+    """Run `npm ci` in `folder` unless its node_modules is complete; RuntimeError with npm's
+    output when the install fails."""
+    if _complete(folder):
+        return
+    env = {**os.environ, "npm_config_audit": "false", "npm_config_fund": "false",
+           "npm_config_update_notifier": "false"}
+    done = subprocess.run(["npm", "ci"], cwd=folder, env=env, capture_output=True, text=True,
+                          timeout=NPM_CI_TIMEOUT_S, check=False)
+    if done.returncode != 0 or not _complete(folder):
+        raise RuntimeError(f"npm ci in {folder} failed (exit {done.returncode}):\n"
+                           f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
