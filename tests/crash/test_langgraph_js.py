@@ -79,6 +79,9 @@ def test_the_matrix_names_the_doubled_effects(matrix: tuple[dict[str, Any], Verd
     assert {c for c, (v, _) in cases.items() if v == "fail"} == DOUBLED
     for case in DOUBLED:
         assert "at-most-once" in cases[case][1], case
+    # ChatOpenAI JS sends `name` on tool messages, a key the committed history's wire form lacks:
+    # continuation compares what the model sees, so no case fails it (no subclass of ours needed).
+    assert not [c for c, (_, violated) in cases.items() if "continuation" in violated]
     for case in HELD:
         assert cases[case] == ("pass", []), case
     repros = {f["case"]: f["repro"] for f in summary["failures"]}
