@@ -275,6 +275,20 @@ def parse_tools(stdout: str) -> tuple[ToolSpec, ...]:
     return tuple(specs)
 
 
+def dist_versions(*names: str) -> str:
+    """`name version` of each installed distribution, joined ("not installed" for a missing
+    one): a durability table's version column, read without importing the framework."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415 - rarely needed
+
+    found = []
+    for name in names:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} not installed")
+    return ", ".join(found)
+
+
 def _tail(stderr: str | bytes | None) -> str:
     text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
     lines = text.rstrip().splitlines()[-STDERR_TAIL:]

@@ -9,6 +9,7 @@ the framework from that file's own project (its node_modules), never from crashm
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -33,6 +34,26 @@ def app_file(app: str) -> Path:
     if not sep or not file or not export:
         raise ValueError(f"app {app!r}: expected FILE:EXPORT, e.g. ./src/graph.mjs:build")
     return Path(os.getcwd(), file).resolve()
+
+
+def node_package_versions(app: str, *packages: str) -> str:
+    """`package version` of each npm package as the app's own project has it (its node_modules,
+    found upward from the app's file, as Node resolves it), joined; "not installed" for one
+    that is not there."""
+    start = app_file(app).parent
+    found = []
+    for package in packages:
+        version = None
+        for folder in (start, *start.parents):
+            manifest = folder / "node_modules" / package / "package.json"
+            if manifest.is_file():
+                try:
+                    version = str(json.loads(manifest.read_text(encoding="utf-8")).get("version"))
+                except (OSError, ValueError):
+                    version = "unreadable"
+                break
+        found.append(f"{package} {version or 'not installed'}")
+    return ", ".join(found)
 
 
 class NodeHostedAdapter(HostedAdapter):

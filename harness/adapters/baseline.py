@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 
+from crashmatrix.agent import __version__
 from crashmatrix.agent.messages_only import LOG
 from crashmatrix.harness.adapters.interface import (
     Capability,
     LaunchSpec,
+    Profile,
     PythonEntry,
     ToolSpec,
     python_program,
@@ -48,6 +50,11 @@ class MessagesOnlyAdapter:
 
     def declared_tools(self) -> tuple[ToolSpec, ...]:
         return reference_tools()  # the reference agent's tools, whatever it does with them
+
+    def profile(self) -> Profile:
+        return Profile("messages-only baseline (crashmatrix)", f"crashmatrix {__version__}",
+                       "the chat history only (what most agents save)",
+                       "replay the messages and ask the model again")
 
     def declared_branches(self) -> tuple[str, ...]:
         return ()

@@ -6,13 +6,14 @@ from collections.abc import Iterable, Mapping, Sequence
 
 # The adapter for our own agent may read its store with the agent's own reader: the rules for
 # what a valid log is live in one place. Other adapters read their agents' stores their own way.
-from crashmatrix.agent import inbox
+from crashmatrix.agent import __version__, inbox
 from crashmatrix.agent.log import LogCorrupt, read_commits
 from crashmatrix.agent.records import commit_label
 from crashmatrix.agent.recovery import DECLARED_BRANCHES
 from crashmatrix.harness.adapters.interface import (
     Capability,
     LaunchSpec,
+    Profile,
     PythonEntry,
     ToolSpec,
     python_program,
@@ -69,6 +70,13 @@ class DurableAgentAdapter:
         # The agent is `crashmatrix.agent`, importable wherever crashmatrix is installed: nothing
         # extra is needed (and nothing of the user's sys.path can shadow it).
         return {}
+
+    def profile(self) -> Profile:
+        return Profile("crashmatrix reference agent", f"crashmatrix {__version__}",
+                       "session.jsonl: an append-only log of runs, intents, results (fsync per "
+                       "commit with --fsync on)",
+                       "`recover` replays the log; each open call is repaired by its replay policy "
+                       "(unknown outcomes are told to the model)")
 
     def declared_branches(self) -> tuple[str, ...]:
         return DECLARED_BRANCHES

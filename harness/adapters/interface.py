@@ -149,11 +149,32 @@ class Adapter(Protocol):
     # PreflightError when finding them shows the agent cannot start (an app that does not import).
     #   def declared_tools(self) -> Sequence[ToolSpec] | None: ...
 
+    # Optional (read with getattr; `profile_of` below): what a durability table says of the agent
+    # in its row (framework and version, store, restart rule).
+    #   def profile(self) -> Profile: ...
+
     # Optional (read with getattr, default {}): invariant id -> why it does not apply to this
     # agent, e.g. {"intent-before-effect": "the framework records no intent before a tool runs"}.
     # Reported as not applicable with that reason, never as held, and not judged. For a promise
     # the agent's design does not make, not for one it breaks: a declared exemption is printed
     # in every summary, so a reader can judge it.
+
+
+@dataclass(frozen=True)
+class Profile:
+    """An agent as a durability table's row names it: the framework and the version hosted, where
+    its progress is stored, and what a restart does."""
+
+    framework: str
+    version: str
+    store: str
+    restart: str
+
+
+def profile_of(adapter: object) -> Profile | None:
+    """The adapter's `profile()`, or None when it offers none."""
+    method = getattr(adapter, "profile", None)
+    return None if method is None else method()
 
 
 def python_program(module: str) -> tuple[str, ...]:

@@ -12,53 +12,29 @@ comparison was interrupted.
 from __future__ import annotations
 
 import json
-import re
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import click
 
-from crashmatrix.harness.adapters.interface import PreflightError
-from crashmatrix.harness.adapters.requirements import unmet
+from crashmatrix.harness.cli.agent_runs import folder_of, run_agents
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.cli.report import load_results
 from crashmatrix.harness.cli.run import (
     _adapter,
     _black_box_scenarios,
     _black_box_usable,
     _faults,
-    _fsync,
     _printed_dirs,
-    _runner_config,
     _scenarios,
 )
-from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.records.results import (
     DEFAULT_TIMEOUT_S,
-    RESULTS_FILE,
-    CaseResult,
-    ResultsWriter,
     Verdict,
 )
-from crashmatrix.harness.records.run_record import RUN_FILE, RunEnd, RunOptions, RunRecord, write_run
 from crashmatrix.reports.compare import compare, render_html, render_markdown, render_terminal
-from crashmatrix.reports.write import write_reports
 
 DEFAULT_OUT = "crashmatrix-compare"
 OUR_FILES = ("compare.md", "compare.html", "compare.json", "agents")
-
-
-def folder_of(agent: str) -> str:
-    """A folder name for an agent as the user named it (`pkg.mod:AGENT` -> `pkg.mod_AGENT`)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", agent) or "_"
-
-
-def _writing_to(writer: ResultsWriter) -> Callable[[CaseResult, int], None]:
-    """A matrix's `on_result` that writes each result as it finishes (none kept in memory)."""
-    def on_result(result: CaseResult, known: int) -> None:
-        writer.write(result)
-    return on_result
 
 
 def _claim(out_dir: Path, overwrite: bool) -> None:
@@ -103,55 +79,8 @@ def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str
             _black_box_usable(adapters[a], selected[a], 1)
         scenarios = _black_box_scenarios(scenarios, named=bool(names))
     _claim(out_dir, overwrite)
-    not_run: dict[tuple[str, str], str] = {}
-    results: dict[str, list[CaseResult]] = {}
-    printed = _printed_dirs(dirs)
-    for a in order:
-        adapter = adapters[a]
-        runnable = []
-        for s in scenarios:
-            try:
-                problems = unmet(adapter, [s])
-            except PreflightError as exc:  # the agent does not load: nothing of it can run
-                problems = [str(exc)]
-            if problems:
-                not_run[(s.name, a)] = "; ".join(problems)
-            else:
-                runnable.append(s)
-        folder = out_dir / "agents" / folder_of(a)
-        folder.mkdir(parents=True, exist_ok=True)
-        fsync = _fsync(None, selected[a], black_box)
-        click.echo(f"crashmatrix compare: {a}: {len(runnable)} scenario(s)", err=True)
-        options = RunOptions(agent=a, depth=1, fsync=fsync, timeout=timeout, spawn=spawn,
-                             scenarios=tuple(s.name for s in runnable), faults=selected[a],
-                             blackbox=black_box)
-        writer = ResultsWriter(folder / RESULTS_FILE)
-        interrupted = False
-        try:
-            if runnable:
-                with _runner_config(a, timeout, fsync, False, spawn, resolved=adapter,
-                                    blackbox=black_box) as cfg:
-                    matrix = Matrix(MatrixConfig(scenarios=runnable, runner=cfg, depth=1, jobs=jobs,
-                                                 scenario_dirs=printed, faults=selected[a]))
-                    matrix.run(_writing_to(writer))
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            writer.close()
-        found = load_results(folder / RESULTS_FILE) if (folder / RESULTS_FILE).stat().st_size else []
-        results[a] = found
-        write_run(folder / RUN_FILE, RunRecord(
-            declared_branches=tuple(adapter.declared_branches()), options=options,
-            done=len(found), complete=not interrupted,
-            ended=RunEnd.INTERRUPTED if interrupted else RunEnd.FINISHED,
-            expected=None if interrupted else {s.name: sum(1 for r in found if r.scenario == s.name)
-                                               for s in runnable}))
-        if found:
-            write_reports(found, folder, list(adapter.declared_branches()))
-        if interrupted:
-            click.echo(f"crashmatrix compare: interrupted during {a}; what finished is in {folder}",
-                       err=True)
-            sys.exit(int(Exit.HARNESS))
+    results, not_run = run_agents(order, adapters, scenarios, selected, out_dir, black_box=black_box,
+                                  jobs=jobs, timeout=timeout, spawn=spawn, printed=_printed_dirs(dirs))
     cells = compare([s.name for s in scenarios], order, results, not_run)
     links = {a: f"agents/{folder_of(a)}/report.html" for a in order if results.get(a)}
     (out_dir / "compare.md").write_text(render_markdown(cells), encoding="utf-8")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, python_program
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, Profile, python_program
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.integrations.agent_framework import store
 from crashmatrix.integrations.agent_framework.settings import (
@@ -26,7 +26,7 @@ from crashmatrix.integrations.agent_framework.settings import (
     HOST,
     QUIET_ENV,
 )
-from crashmatrix.integrations.hosting import HostedAdapter
+from crashmatrix.integrations.hosting import HostedAdapter, dist_versions
 
 # Imported by the zygote before it forks: the framework, the host, and what the OpenAI client
 # loads lazily (`warm` says how). None of it starts a thread.
@@ -55,6 +55,11 @@ class AgentFrameworkAdapter(HostedAdapter):
         "resume-budget": "a resume from a checkpoint leaves no record of itself, and Agent "
                          "Framework has no resume budget: nothing to count",
     })
+
+    def profile(self) -> Profile:
+        return Profile("Microsoft Agent Framework (Python)", dist_versions("agent-framework-core"),
+                       "FileCheckpointStorage: a checkpoint per superstep",
+                       "workflow.run(checkpoint_id=the latest checkpoint)")
 
     def declared_branches(self) -> tuple[str, ...]:
         return ()  # the framework reports no recovery decisions: it resumes the latest checkpoint

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, python_program
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, Profile, python_program
 from crashmatrix.harness.records.transcript import Transcript
-from crashmatrix.integrations.hosting import HostedAdapter
+from crashmatrix.integrations.hosting import HostedAdapter, dist_versions
 from crashmatrix.integrations.langgraph import store
 from crashmatrix.integrations.langgraph.settings import APP_ENV, DEFAULT_APP, EXAMPLE_DIR, HOST, QUIET_ENV
 
@@ -45,6 +45,11 @@ class LangGraphAdapter(HostedAdapter):
                                 "a crash after the effect makes it run the tool again, which "
                                 "at-most-once and safe-rerun judge",
     })
+
+    def profile(self) -> Profile:
+        return Profile("LangGraph (Python)", dist_versions("langgraph", "langgraph-checkpoint-sqlite"),
+                       'SqliteSaver (checkpoints.sqlite), durability="sync"',
+                       "graph.invoke(None) on the same thread")
 
     def declared_branches(self) -> tuple[str, ...]:
         return ()  # LangGraph reports no recovery decisions: it resumes the thread as it is

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, Profile
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.integrations.langgraph_js import store
 from crashmatrix.integrations.langgraph_js.settings import APP_ENV, DEFAULT_APP, EXAMPLE_DIR, HOST, QUIET_ENV
-from crashmatrix.integrations.node_hosting import NodeHostedAdapter, node_program
+from crashmatrix.integrations.node_hosting import NodeHostedAdapter, node_package_versions, node_program
 
 
 class LangGraphJsAdapter(NodeHostedAdapter):
@@ -37,6 +37,12 @@ class LangGraphJsAdapter(NodeHostedAdapter):
                                 "at-most-once and safe-rerun judge",
     })
 
+    def profile(self) -> Profile:
+        return Profile("LangGraph.js", node_package_versions(self.app, "@langchain/langgraph",
+                                                             "@langchain/langgraph-checkpoint-sqlite"),
+                       'SqliteSaver (checkpoints.sqlite), durability: "sync"',
+                       "graph.invoke(null) on the same thread")
+
     def declared_branches(self) -> tuple[str, ...]:
         return ()  # LangGraph.js reports no recovery decisions: it resumes the thread as it is
 
@@ -44,4 +50,4 @@ class LangGraphJsAdapter(NodeHostedAdapter):
         return store.read_transcript(spec.session)
 
 
-ADAPTER = LangGraphJsAdapter()  # to be registered as `langgraph-js` in pyproject.toml
+ADAPTER = LangGraphJsAdapter()  # registered as `langgraph-js` in pyproject.toml

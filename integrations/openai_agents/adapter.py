@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, python_program
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, Profile, python_program
 from crashmatrix.harness.records.transcript import Transcript
-from crashmatrix.integrations.hosting import HostedAdapter
+from crashmatrix.integrations.hosting import HostedAdapter, dist_versions
 from crashmatrix.integrations.openai_agents import store
 from crashmatrix.integrations.openai_agents.settings import APP_ENV, DEFAULT_APP, EXAMPLE_DIR, HOST, QUIET_ENV
 
@@ -46,6 +46,11 @@ class OpenAIAgentsAdapter(HostedAdapter):
                                 "after the tool ran (no intent record): a crash in between makes "
                                 "the restart run it again, which at-most-once and safe-rerun judge",
     })
+
+    def profile(self) -> Profile:
+        return Profile("OpenAI Agents SDK (Python)", dist_versions("openai-agents"),
+                       "SQLiteSession (session.sqlite)",
+                       "Runner.run again with the session and no new input")
 
     def declared_branches(self) -> tuple[str, ...]:
         return ()  # the SDK reports no recovery decisions: a restart runs the input again

@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, pass_env_of
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, Profile, pass_env_of
 from crashmatrix.harness.records.agent_env import agent_environment
 from crashmatrix.harness.records.transcript import Transcript
-from crashmatrix.integrations.node_hosting import NodeHostedAdapter, node_program
+from crashmatrix.integrations.node_hosting import NodeHostedAdapter, node_package_versions, node_program
 from crashmatrix.integrations.openai_agents_js import store
 from crashmatrix.integrations.openai_agents_js.settings import (
     APP_ENV,
@@ -39,6 +39,11 @@ class OpenAIAgentsJsAdapter(NodeHostedAdapter):
                                 "the restart run it again, which at-most-once and safe-rerun judge",
     })
 
+    def profile(self) -> Profile:
+        return Profile("OpenAI Agents JS", node_package_versions(self.app, "@openai/agents"),
+                       "the app's Session (the example's: one JSON file, written whole)",
+                       "run again with the session and no new input")
+
     def declared_branches(self) -> tuple[str, ...]:
         return ()  # the SDK reports no recovery decisions: a restart runs the input again
 
@@ -50,4 +55,4 @@ class OpenAIAgentsJsAdapter(NodeHostedAdapter):
         return store.transcript_of(items, error)
 
 
-ADAPTER = OpenAIAgentsJsAdapter()  # to be registered as `openai-agents-js` in pyproject.toml
+ADAPTER = OpenAIAgentsJsAdapter()  # registered as `openai-agents-js` in pyproject.toml

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, python_program
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, Profile, python_program
 from crashmatrix.harness.records.transcript import Transcript
-from crashmatrix.integrations.hosting import HostedAdapter
+from crashmatrix.integrations.hosting import HostedAdapter, dist_versions
 from crashmatrix.integrations.pydantic_ai_dbos import store
 from crashmatrix.integrations.pydantic_ai_dbos.settings import (
     APP_ENV,
@@ -53,6 +53,11 @@ class PydanticAIDBOSAdapter(HostedAdapter):
                                 "the workflow and runs it again, which at-most-once and "
                                 "safe-rerun judge",
     })
+
+    def profile(self) -> Profile:
+        return Profile("Pydantic AI + DBOS", dist_versions("pydantic-ai-slim", "dbos"),
+                       "DBOS system database (SQLite): workflow status and step outputs",
+                       "DBOS.launch() recovers the pending workflow")
 
     def declared_branches(self) -> tuple[str, ...]:
         return ()  # DBOS reports no recovery decisions: it re-executes the workflow
