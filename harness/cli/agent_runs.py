@@ -40,7 +40,7 @@ def _writing_to(writer: ResultsWriter) -> Callable[[CaseResult, int], None]:
 
 def run_agents(order: Sequence[str], adapters: Mapping[str, Adapter], scenarios: Sequence[Scenario],
                selected: Mapping[str, tuple[str, ...] | None], out_dir: Path, *, black_box: bool,
-               jobs: int, timeout: float, spawn: str, printed: list[str]
+               jobs: int, timeout: float, spawn: str, printed: list[str], command: str = "compare"
                ) -> tuple[dict[str, list[CaseResult]], dict[tuple[str, str], str]]:
     """Each agent's results, and the (scenario, agent) pairs not run with why; exits 3 (what
     finished kept) when interrupted."""
@@ -61,7 +61,7 @@ def run_agents(order: Sequence[str], adapters: Mapping[str, Adapter], scenarios:
         folder = out_dir / "agents" / folder_of(a)
         folder.mkdir(parents=True, exist_ok=True)
         fsync = _fsync(None, selected[a], black_box)
-        click.echo(f"crashmatrix compare: {a}: {len(runnable)} scenario(s)", err=True)
+        click.echo(f"crashmatrix {command}: {a}: {len(runnable)} scenario(s)", err=True)
         options = RunOptions(agent=a, depth=1, fsync=fsync, timeout=timeout, spawn=spawn,
                              scenarios=tuple(s.name for s in runnable), faults=selected[a],
                              blackbox=black_box)
@@ -89,7 +89,7 @@ def run_agents(order: Sequence[str], adapters: Mapping[str, Adapter], scenarios:
         if found:
             write_reports(found, folder, list(adapter.declared_branches()))
         if interrupted:
-            click.echo(f"crashmatrix compare: interrupted during {a}; what finished is in {folder}",
+            click.echo(f"crashmatrix {command}: interrupted during {a}; what finished is in {folder}",
                        err=True)
             sys.exit(int(Exit.HARNESS))
     return results, not_run

@@ -15,6 +15,7 @@ import click
 from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.cli.bench import bench
 from crashmatrix.harness.cli.compare import compare_cmd
+from crashmatrix.harness.cli.durability import durability
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.explore import explore
 from crashmatrix.harness.cli.mutants import mutants
@@ -123,5 +124,5 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
 
 
 # The matrix commands live in crashmatrix.harness.cli.run; registered here so `main` is the one entry point.
-for _command in [*COMMANDS, compare_cmd, bench, mutants, explore, schema]:
+for _command in [*COMMANDS, compare_cmd, durability, bench, mutants, explore, schema]:
     main.add_command(_command)
