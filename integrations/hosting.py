@@ -102,9 +102,24 @@ def host_args(parser: argparse.ArgumentParser, argv: list[str] | None,
         print("run needs a TASK", file=sys.stderr)
         return 2
     args.session, args.workspace = args.session.resolve(), args.workspace.resolve()
-    args.session.mkdir(parents=True, exist_ok=True)
+    made_session(args.session)
     os.environ["OPENAI_BASE_URL"] = args.provider_url
     return args
+
+
+def made_session(session: Path) -> None:
+    """The session directory, made and its name synced into its parent. A deployment has its
+    state directory in place before the agent runs; the host makes it per case, so it makes it
+    durable too: otherwise a power loss takes the whole store with it ("gone with its folder"),
+    which is the host's doing, not the framework's."""
+    if session.is_dir():
+        return
+    session.mkdir(parents=True, exist_ok=True)
+    fd = os.open(session.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def describe(tools_of_app: Callable[[], Iterable[Mapping[str, Any]]]) -> int:

@@ -92,8 +92,12 @@ RULES = (
     Rule(Promise.FINISHES, "the run reaches its end after a crash: no hang, no unreadable store, "
          "no run left open or unable to complete",
          frozenset({"liveness", "log-integrity", "final-ends-run", "resume-budget"})),
-    Rule(Promise.POWER_LOSS, "every promise above also holds after a power loss (what was not "
-         "synced is lost)", None, frozenset({"power", "power-keep1"}), Capability.FILE_STORE),
+    Rule(Promise.POWER_LOSS, "after a power loss (what was not synced is lost), no acknowledged "
+         "commit, result or message the model saw is lost, and the run still finishes (a tool run "
+         "twice is the first column's finding, in kill cases)",
+         frozenset({"durable-commits", "no-silent-success", "reserved-result", "finished-stays-finished",
+                    "continuation", "pairing", "log-integrity", "liveness", "final-ends-run"}),
+         frozenset({"power", "power-keep1"}), Capability.FILE_STORE),
     Rule(Promise.SECOND_WRITER, "a second process started on the same session while the first is "
          "alive is refused", frozenset({"one-writer"}), frozenset({"second"}), Capability.CONCURRENT),
 )

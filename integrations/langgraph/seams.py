@@ -11,9 +11,10 @@
   `store` numbers them, so the harness can crash before, or after, each write.
 
 LangGraph calls the checkpointer and runs tools on worker threads: every probe goes through one
-lock (the probe client is not thread-safe), and each commit's three events and its write are one
-critical section, so no other commit lands between them. A detached probe channel means the
-harness is gone: the process ends at once (exit 3), from whichever thread saw it.
+lock (one event at a time, in the order the threads reach it), and each commit's three events
+and its write are one critical section, so no other commit lands between them. A detached
+probe channel means the harness is gone: the process ends at once (exit 3), from whichever
+thread saw it.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@
 
 The SDK hands the session's SQLite calls and sync tools to worker threads (`asyncio.to_thread`;
 the host runs them on the loop's thread, `host.inline_loop` says why), and an app may start
-threads of its own: every probe goes through one lock (the probe client is not thread-safe). A
+threads of its own: every probe goes through one lock (the events of one step stay together). A
 detached probe channel means the harness is gone: the process ends at once (exit 3).
 """
 

@@ -38,12 +38,15 @@ class PydanticAIDBOSAdapter(HostedAdapter):
     program = python_program(HOST)
     host, preload, app_env, default_app = HOST, PRELOAD, APP_ENV, DEFAULT_APP
     example_dir, quiet_env = EXAMPLE_DIR, QUIET_ENV
-    # kill and a store reader. Not `file-store`: DBOS writes its database from several threads
-    # (queue polling, recovery, bookkeeping at every launch), so the n-th write of the file is
-    # not the same write from run to run, and black-box crash points would not be deterministic.
-    # Not `tear` (SQLite commits whole or not at all), not `concurrent` (nothing stops two
-    # processes on one system database; declaring it would only show that), not `inbox`.
-    capabilities = frozenset({Capability.KILL, Capability.STORE})
+    # kill, a store reader, and `file-store`: the system database is a SQLite file (and its
+    # rollback journal) in the session directory, written and synced by the agent's own process,
+    # so the power model applies (the host syncs the session directory's name when it makes it).
+    # DBOS writes that database from several threads (queue polling, recovery, bookkeeping at
+    # every launch): `--black-box` refuses those files, naming them, rather than crash at an
+    # n-th call that is another call in another run. Not `tear` (SQLite commits whole or not at
+    # all), not `concurrent` (nothing stops two processes on one system database; declaring it
+    # would only show that), not `inbox`.
+    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.FILE_STORE})
 
     # What a DBOS app does not promise (reported as not applicable, with this reason, in every
     # summary; store.py says what each other invariant reads from its store).

@@ -19,10 +19,10 @@
 
 DBOS runs its database calls on worker threads (`asyncio.to_thread`), a recovered workflow on
 its own event loop's thread, and sync tools on an executor: every probe goes through one lock
-(the probe client is not thread-safe), and each commit's three events and its write are one
-critical section. The agent's own commits are made one at a time, in the workflow's order
-(each awaited before the next step), so their events come out in one order in every run. A
-detached probe channel means the harness is gone: the process ends at once (exit 3).
+(one event at a time, in the order the threads reach it), and each commit's three events
+and its write are one critical section. The agent's own commits are made one at a time, in the
+workflow's order (each awaited before the next step), so their events come out in one order in
+every run. A detached probe channel means the harness is gone: the process ends at once (exit 3).
 """
 
 from __future__ import annotations

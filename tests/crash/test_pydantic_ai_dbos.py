@@ -176,3 +176,21 @@ def test_a_hosted_run_connects_only_to_127_0_0_1(traced_repro: tuple[str, list[t
     inet, outside = outside_loopback(seen)
     assert inet, "the fake provider was never reached: the trace saw no connection"
     assert outside == [], outside
+
+
+@needs_pydantic_ai_dbos
+def test_black_box_refuses_the_files_dbos_writes_from_several_threads(tmp_path: Path) -> None:
+    """DBOS writes its SQLite database from several threads (strace counts calls per thread): the
+    n-th write is another write in another run, so black-box names no crash point there and says
+    why, instead of cases whose verdicts depend on thread timing (164 of 260 were
+    nondeterministic when every call was counted)."""
+    out = tmp_path / "out"
+    done = crashmatrix("run", "--agent", AGENT, "--scenario", SCENARIO, "--black-box", "--out", str(out),
+                       cwd=ROOT)
+    assert done.returncode == 3, done.stdout[-2000:] + done.stderr[-3000:]  # nothing crashed
+    assert "black-box made no crash point on" in done.stderr
+    assert re.search(r"dbos\.sqlite \(\d+ calls\)", done.stderr), done.stderr[-3000:]
+    assert "stored to from several threads" in done.stderr
+    cases = verdicts(out)
+    assert set(cases) == {f"{SCENARIO}/none"}, "no case was made of a refused call"
+    assert cases[f"{SCENARIO}/none"][0] == "pass"

@@ -31,15 +31,17 @@ def test_a_doubled_effect_breaks_no_duplicate_at_its_first_case_by_what_the_case
     found = cells([
         result("s/none"),
         result("s/12:effect.after:bash/kill", ("at-most-once", {})),
-        result("s/09:effect.after:append_note/power", ("at-most-once", {})),
+        result("s/09:effect.after:append_note/power", ("at-most-once", {}), ("durable-commits", {})),
         result("s/09:effect.after:append_note/kill", ("safe-rerun", {})),
     ])
     cell = found[Promise.NO_DUPLICATE]
     assert cell.status is Status.VIOLATED
     assert cell.first_case == "s/09:effect.after:append_note/kill"  # the kill, not the power case
     assert cell.repro == "crashmatrix repro s/09:effect.after:append_note/kill --agent x"
-    # The power case answers its own column, and only it.
+    # The power case answers its own column (for what a power loss loses), and only it.
     assert found[Promise.POWER_LOSS].first_case == "s/09:effect.after:append_note/power"
+    doubled_only = cells([result("s/09:effect.after:append_note/power", ("at-most-once", {}))])
+    assert doubled_only[Promise.POWER_LOSS].status is Status.HELD
     assert found[Promise.NOTHING_LOST].status is Status.HELD
     assert found[Promise.NOTHING_LOST].cases == 3  # the power case is not counted there
 

@@ -426,7 +426,8 @@ def test_a_run_a_crash_left_unfinishable_is_named_as_such() -> None:
     assert [v.invariant for v in stuck] == [InvariantId.LIVENESS]
     assert stuck[0].evidence["restarts"] == [{"incarnation": 2, "exit_code": 1},
                                             {"incarnation": 3, "exit_code": 1}]
-    assert "can no longer complete" in stuck[0].message and "Expecting value" in stuck[0].message
+    assert "can no longer complete" in stuck[0].message
+    assert "Expecting value" in stuck[0].message
     assert InvariantId.LOG_INTEGRITY in ids(violated)
     # With the store readable and the run left open, it is the same finding, said once.
     readable = verify(_restarts_all_fail(None), changelog_scenario())
