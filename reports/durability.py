@@ -19,10 +19,14 @@ from typing import Any
 
 from tabulate import tabulate
 
-from crashmatrix.harness.adapters.interface import Capability, Profile
+from crashmatrix.harness.records.profile import Profile
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.reports.groups import faults_of, steps_of
+from crashmatrix.reports.markdown import code
 
+# The capabilities (as adapters declare them, by value) the fault-bound promises need.
+FILE_STORE = "file-store"
+CONCURRENT = "concurrent"
 MARK = "<!-- written by `crashmatrix durability`: regenerate it, do not edit it -->"
 
 
@@ -42,6 +46,7 @@ class Status(StrEnum):
     VIOLATED = "violated"
     NOT_APPLICABLE = "not applicable"
     INCONCLUSIVE = "inconclusive"
+    NOT_EXERCISED = "not exercised"
     NOT_RUN = "not run"
 
 
@@ -70,7 +75,7 @@ class Rule:
     question: str
     invariants: frozenset[str] | None
     faults: frozenset[str] | None = None
-    needs: Capability | None = None  # what the adapter must declare for those faults to run
+    needs: str | None = None  # the capability the adapter must declare for those faults to run
     counts: Callable[[Violation], bool] = _any
 
 
@@ -97,9 +102,9 @@ RULES = (
          "twice is the first column's finding, in kill cases)",
          frozenset({"durable-commits", "no-silent-success", "reserved-result", "finished-stays-finished",
                     "continuation", "pairing", "log-integrity", "liveness", "final-ends-run"}),
-         frozenset({"power", "power-keep1"}), Capability.FILE_STORE),
+         frozenset({"power", "power-keep1"}), FILE_STORE),
     Rule(Promise.SECOND_WRITER, "a second process started on the same session while the first is "
-         "alive is refused", frozenset({"one-writer"}), frozenset({"second"}), Capability.CONCURRENT),
+         "alive is refused", frozenset({"one-writer"}), frozenset({"second"}), CONCURRENT),
 )
 
 # Faults a column of their own judges: the other columns read the other cases, so a power loss
@@ -108,10 +113,10 @@ OWN_COLUMN: frozenset[str] = frozenset().union(*(r.faults for r in RULES if r.fa
 
 # Why a capability's absence leaves a promise unjudged (the adapter did not declare it).
 WITHOUT = {
-    Capability.FILE_STORE: "the power model follows a store of files the agent's own process writes "
+    FILE_STORE: "the power model follows a store of files the agent's own process writes "
                            "and syncs, and this adapter does not declare its store to be one "
                            "(`file-store`)",
-    Capability.CONCURRENT: "the adapter does not declare `concurrent`: the harness does not start "
+    CONCURRENT: "the adapter does not declare `concurrent`: the harness does not start "
                            "a second process on its session, so nothing shows whether it would be "
                            "refused",
 }
@@ -174,9 +179,12 @@ def _declared_na(results: Sequence[CaseResult]) -> dict[str, str]:
     return out
 
 
-def judge_cell(rule: Rule, results: Sequence[CaseResult], capabilities: frozenset[Capability]) -> Cell:
-    """One agent's cell for one promise, from all its results (sorted here)."""
-    mine = sorted(results, key=_order)
+def judge_cell(rule: Rule, results: Sequence[CaseResult], capabilities: frozenset[str]) -> Cell:
+    """One agent's cell for one promise, from all its results (sorted here). Only crash cases
+    count (a recording that held shows nothing about recovery), and "held" needs a case whose
+    situation called for one of the promise's invariants: else it held vacuously, and the cell
+    says "not exercised"."""
+    mine = sorted((r for r in results if r.depth > 0), key=_order)
     if rule.faults is None:
         mine = [r for r in mine if not set(faults_of(r.case)) & OWN_COLUMN]
     else:
@@ -184,7 +192,8 @@ def judge_cell(rule: Rule, results: Sequence[CaseResult], capabilities: frozense
         if not mine:
             need = rule.needs
             why = (WITHOUT[need] if need is not None and need not in capabilities
-                   else f"no case of {', '.join(sorted(rule.faults))} was run (select it with --fault)")
+                   else f"no case of {', '.join(sorted(rule.faults))} was run (not selected with "
+                        "--fault, or no crash point for it)")
             return Cell(rule.promise, Status.NOT_APPLICABLE, reason=why)
     exempt = _declared_na(results)
     if rule.invariants is not None and rule.invariants <= exempt.keys():
@@ -194,16 +203,25 @@ def judge_cell(rule: Rule, results: Sequence[CaseResult], capabilities: frozense
         if any((rule.invariants is None or v.get("invariant") in rule.invariants) and rule.counts(v)
                for v in r.violations):
             return Cell(rule.promise, Status.VIOLATED, len(mine), r.case, r.repro)
-    unproven = [r for r in mine if r.verdict in (Verdict.NONDETERMINISTIC, Verdict.ERROR)]
+    unproven = [r for r in mine if r.verdict in (Verdict.NONDETERMINISTIC, Verdict.ERROR,
+                                                 Verdict.SCENARIO_ERROR)]
     if unproven or not mine:
         first = unproven[0] if unproven else None
         return Cell(rule.promise, Status.INCONCLUSIVE, len(mine), first.case if first else None,
-                    first.repro if first else None, reason=None if mine else "no case ran")
+                    first.repro if first else None,
+                    reason=None if mine else "no crash case ran (the crash-free run failed, or "
+                                             "there was no crash point)")
+    judged = set(rule.invariants) - exempt.keys() if rule.invariants is not None else None
+    known = [r.exercised for r in mine if r.exercised is not None]
+    if judged is not None and known and not any(judged & set(e) for e in known):
+        return Cell(rule.promise, Status.NOT_EXERCISED, len(mine),
+                    reason=f"no case's situation called for {', '.join(sorted(judged))}: they held "
+                           "vacuously")
     return Cell(rule.promise, Status.HELD, len(mine))
 
 
 def row(agent: str, profile: Profile | None, results: Sequence[CaseResult],
-        capabilities: frozenset[Capability], not_run: str | None = None) -> Row:
+        capabilities: frozenset[str], not_run: str | None = None) -> Row:
     """An agent's row: a cell per promise (every one "not run" when the agent ran nothing)."""
     if not_run is not None:
         return Row(agent, profile, tuple(Cell(r.promise, Status.NOT_RUN, reason=not_run) for r in RULES), 0)
@@ -212,16 +230,20 @@ def row(agent: str, profile: Profile | None, results: Sequence[CaseResult],
 
 
 def _md(text: str) -> str:
-    """Text a Markdown table shows as written: no raw HTML, no cell split, no line break."""
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    """Text Markdown shows as written: no raw HTML, no line break (outside code spans)."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("\n", " "))
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")  # GFM splits table cells on pipes, even inside code spans
 
 
 def _cell_md(c: Cell) -> str:
     if c.status is Status.HELD:
         return f"held ({c.cases})"
     if c.status in (Status.VIOLATED, Status.INCONCLUSIVE) and c.first_case:
-        return f"**{c.status.value}**: `{_md(c.first_case)}`"
+        return f"**{c.status.value}**: {code(c.first_case)}"
     return f"{c.status.value} ¹" if c.reason else c.status.value
 
 
@@ -229,7 +251,7 @@ def render_markdown(rows: Sequence[Row], command: str, scenarios: Sequence[str])
     """The page (docs/durability.md): the command that wrote it, what each column asks, the table,
     then each failing cell's repro and each unjudged cell's reason."""
     out = ["# Durability table", "", MARK, "",
-           f"Written by `{_md(command)}` on {', '.join(f'`{s}`' for s in scenarios)}: each "
+           f"Written by {code(command)} on {', '.join(code(s) for s in scenarios)}: each "
            "agent's crash matrix, every cell a case id you can reproduce. A cell says **violated** "
            "with the first case that broke the promise, **held** with the number of cases that "
            "judged it, or **not applicable** with the reason below the table (¹).", "",
@@ -240,16 +262,16 @@ def render_markdown(rows: Sequence[Row], command: str, scenarios: Sequence[str])
     for rw in rows:
         p = rw.profile
         profile = [p.framework, p.version, p.store, p.restart] if p is not None else ["", "", "", ""]
-        out.append("| " + " | ".join([f"`{_md(rw.agent)}`", *(_md(x) for x in profile),
-                                      *(_cell_md(c) for c in rw.cells)]) + " |")
+        out.append("| " + " | ".join(_cell(x) for x in [code(rw.agent), *(_md(x) for x in profile),
+                                                        *(_cell_md(c) for c in rw.cells)]) + " |")
     failing = [(rw.agent, c) for rw in rows for c in rw.cells if c.repro]
     if failing:
         out += ["", "## Reproduce a failing cell", ""]
-        out += [f"- `{_md(a)}`, {c.promise.value}: `{_md(c.repro or '')}`" for a, c in failing]
+        out += [f"- {code(a)}, {c.promise.value}: {code(c.repro or '')}" for a, c in failing]
     unjudged = [(rw.agent, c) for rw in rows for c in rw.cells if c.reason]
     if unjudged:
         out += ["", "## ¹ Not judged, and why", ""]
-        out += [f"- `{_md(a)}`, {c.promise.value}: {_md(c.reason or '')}" for a, c in unjudged]
+        out += [f"- {code(a)}, {c.promise.value}: {_md(c.reason or '')}" for a, c in unjudged]
     return "\n".join(out) + "\n"
 
 

@@ -205,10 +205,41 @@ async function ask(url, messages, tools) {
 
 // ---- the loop ------------------------------------------------------------------------------
 
+/**
+ * The store as crashmatrix's canonical transcript (its store-dump format, docs/architecture.md):
+ * what `node_adapter.STORED` reads instead of a store reader written in Python. One commit per
+ * log line, numbered as the commit probes number them.
+ */
+function dump(session) {
+  const entries = load(path.join(session, "log.jsonl"));
+  const doneAt = entries.findIndex((e) => e.type === "done");
+  const out = { format: 1, commits: entries.length, labels: {}, messages: [], runs: [], starts: [] };
+  entries.forEach((e, i) => {
+    const seq = i + 1;
+    out.labels[seq] = labelOf(e);
+    if (e.type === "started") out.starts.push({ seq, run_id: "run-1", call_id: e.call_id, tool: e.tool });
+    if (e.type !== "message") return;
+    const m = e.message;
+    out.messages.push({
+      seq, run_id: "run-1", role: m.role, content: m.content === undefined ? null : m.content,
+      calls: (m.tool_calls || []).map((c) => ({ call_id: c.id, tool: c.function.name, arguments: c.function.arguments })),
+      ...(m.tool_call_id ? { call_id: m.tool_call_id } : {}),
+      ...(e.is_error ? { is_error: true } : {}),
+      ...(m.content === UNKNOWN ? { recovered: "unknown" } : {}), // written by recovery, not by the tool
+    });
+  });
+  if (entries.length) {
+    out.runs.push({ run_id: "run-1", seq: 1, ...(doneAt >= 0 ? { outcome: "completed", finished_seq: doneAt + 1 } : {}) });
+  }
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+  return 0;
+}
+
 async function main(argv) {
   const [command, session, workspace, url, toolList, task] = argv;
+  if (command === "dump" && session) return dump(session);
   if (!["run", "recover"].includes(command) || !toolList || (command === "run" && task === undefined)) {
-    process.stderr.write("usage: node agent.js run SESSION WORKSPACE URL TOOLS TASK | recover SESSION WORKSPACE URL TOOLS\n");
+    process.stderr.write("usage: node agent.js run SESSION WORKSPACE URL TOOLS TASK | recover SESSION WORKSPACE URL TOOLS | dump SESSION\n");
     return 2;
   }
   const tools = toolList.split(",");
@@ -244,7 +275,7 @@ async function main(argv) {
       if (started.has(c.id)) {
         // Intent without result: the effect may or may not have happened. Never re-run it;
         // say so, and let the model check.
-        put({ type: "message", message: { role: "tool", tool_call_id: c.id, content: UNKNOWN } });
+        put({ type: "message", message: { role: "tool", tool_call_id: c.id, content: UNKNOWN }, is_error: true });
         continue;
       }
       let args;

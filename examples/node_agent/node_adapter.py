@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from crashmatrix.harness.adapters.interface import Capability, LaunchSpec
+from crashmatrix.harness.adapters.store_dump import dumped_transcript
+from crashmatrix.harness.records.transcript import Transcript
 
 AGENT_JS = Path(__file__).resolve().parent / "agent.js"  # absolute: incarnations run in other dirs
 
@@ -32,3 +34,19 @@ class NodeAdapter:
 
 
 AGENT = NodeAdapter()
+
+
+class StoredNodeAdapter(NodeAdapter):
+    """The same agent with its store read: `agent.js dump SESSION` prints it in crashmatrix's
+    store-dump format, so every invariant is judged with no reader written in Python."""
+
+    capabilities = frozenset({Capability.KILL, Capability.STORE})
+
+    def dump_args(self, session: Path) -> list[str]:
+        return ["dump", str(session)]
+
+    def read_transcript(self, spec: LaunchSpec) -> Transcript:
+        return dumped_transcript(self, spec, self.dump_args)
+
+
+STORED = StoredNodeAdapter()  # `crashmatrix run --agent node_adapter:STORED`

@@ -14,12 +14,12 @@ from crashmatrix.agent.messages_only import LOG
 from crashmatrix.harness.adapters.interface import (
     Capability,
     LaunchSpec,
-    Profile,
     PythonEntry,
     ToolSpec,
     python_program,
 )
 from crashmatrix.harness.adapters.tools import reference_tools
+from crashmatrix.harness.records.profile import Profile
 from crashmatrix.harness.records.transcript import Message, Run, Transcript, calls_of
 
 MODULE = "crashmatrix.agent.messages_only"

@@ -13,12 +13,12 @@ from crashmatrix.agent.recovery import DECLARED_BRANCHES
 from crashmatrix.harness.adapters.interface import (
     Capability,
     LaunchSpec,
-    Profile,
     PythonEntry,
     ToolSpec,
     python_program,
 )
 from crashmatrix.harness.adapters.tools import reference_tools
+from crashmatrix.harness.records.profile import Profile
 from crashmatrix.harness.records.transcript import Message, Record, Run, ToolStart, Transcript, calls_of
 
 ENTRY = PythonEntry("crashmatrix.agent", "crashmatrix.agent.cli:main", ("crashmatrix.agent.cli",),

@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
+from crashmatrix.harness.records.profile import Profile
 from crashmatrix.harness.records.transcript import Transcript
 
 
@@ -160,21 +161,18 @@ class Adapter(Protocol):
     # in every summary, so a reader can judge it.
 
 
-@dataclass(frozen=True)
-class Profile:
-    """An agent as a durability table's row names it: the framework and the version hosted, where
-    its progress is stored, and what a restart does."""
-
-    framework: str
-    version: str
-    store: str
-    restart: str
-
-
 def profile_of(adapter: object) -> Profile | None:
-    """The adapter's `profile()`, or None when it offers none."""
+    """The adapter's `profile()`, or None when it offers none. One that raises is said in the
+    row (a table written after every matrix ran must not be lost to it)."""
     method = getattr(adapter, "profile", None)
-    return None if method is None else method()
+    if method is None:
+        return None
+    try:
+        found = method()
+    except Exception as exc:
+        return Profile(str(getattr(adapter, "name", "?")), f"unknown: profile() raised "
+                       f"{type(exc).__name__}: {exc}", "", "")
+    return found if isinstance(found, Profile) else None
 
 
 def python_program(module: str) -> tuple[str, ...]:

@@ -121,7 +121,7 @@ def durability(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str,
         skipped = [f"{s.name}: {why}" for (s_name, agent), why in sorted(not_run.items())
                    for s in scenarios if agent == a and s.name == s_name]
         ran = results.get(a) or []
-        rows.append(row(a, profile_of(adapters[a]), ran, adapters[a].capabilities,
+        rows.append(row(a, profile_of(adapters[a]), ran, frozenset(c.value for c in adapters[a].capabilities),
                         not_run="; ".join(skipped) if skipped and not ran else None))
     scenario_names = [s.name for s in scenarios]
     text = render_markdown(rows, _command(agents, names, fault_names, write), scenario_names)

@@ -421,8 +421,9 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option("--shard", metavar="K/N", help="Run only shard K of N (combine with `merge`).")
 @click.option("--case", "only_cases", metavar="CASE_ID", multiple=True,
-              help="Run only this crash case (repeatable; each scenario's crash-free recording runs "
-                   "too): a slice of a slow matrix, e.g. the cases a CI job keeps an eye on.")
+              help="Run only this crash case (repeatable; its scenario's crash-free recording runs "
+                   "too; at --depth 2 name a deeper case's parent as well): a slice of a slow "
+                   "matrix, e.g. the cases a CI job keeps an eye on.")
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary object on stdout.")
 @click.option("--keep", is_flag=True,
@@ -453,12 +454,23 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     try:
         shard_spec = parse_shard(shard) if shard else None
-        for case_id in only_cases:
-            Case.parse(case_id)
     except ValueError as exc:
-        fail(f"--case: {exc}" if only_cases else str(exc))
+        fail(str(exc))
         return
+    try:
+        sliced = {Case.parse(case_id).scenario for case_id in only_cases}
+    except ValueError as exc:
+        fail(f"--case: {exc}")
+        return
+    if only_cases and shard_spec is not None:
+        fail("--case with --shard: a named case in another shard would silently not run; give one")
     scenarios = _scenarios(names, dirs)
+    if only_cases:
+        absent = sorted(sliced - {s.name for s in scenarios})
+        if absent:
+            fail(f"--case: scenario {absent[0]!r} is not among those selected "
+                 f"({', '.join(s.name for s in scenarios)})")
+        scenarios = [s for s in scenarios if s.name in sliced]  # the others' recordings: no use
     for s in scenarios:
         if s.matrix.max_depth is not None and s.matrix.max_depth < depth:
             click.echo(f"crashmatrix: {s.name}: schedules capped at depth {s.matrix.max_depth} by "
@@ -544,11 +556,6 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         finally:
             progress.close()
             writer.close()
-        unknown = sorted(set(only_cases) - matrix.enumerated_ids) if not interrupted else []
-        if unknown:
-            fail(f"--case {unknown[0]}: no such case in this matrix ({len(matrix.enumerated_ids)} cases "
-                 f"enumerated, e.g. {min(matrix.enumerated_ids, default='none')}); `crashmatrix "
-                 "run` without --case lists them all")
         # Saved cases (--resume) ran in the run this one continues: in none of the counts.
         for failed in matrix.baseline_failed:
             click.echo(f"crashmatrix: {failed.scenario}: the crash-free run already fails "
@@ -561,6 +568,19 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                   else states_record(matrix.states.tally, matrix.states.settled.reused, len(saved)))
         if shared is not None:
             click.echo(f"crashmatrix: --states: {states_line(shared)}", err=True)
+    if only_cases and not interrupted:
+        known_ids = matrix.enumerated_ids | {f"{s.name}/none" for s in scenarios}
+        unknown = sorted(set(only_cases) - known_ids)
+        if unknown:
+            failed_first = {f.scenario for f in matrix.baseline_failed}
+            why = ("its scenario's crash-free run failed, so no case of it was enumerated"
+                   if Case.parse(unknown[0]).scenario in failed_first else
+                   f"no such case in this matrix ({len(matrix.enumerated_ids)} cases enumerated, e.g. "
+                   f"{min(matrix.enumerated_ids, default='none')}; at --depth 2 a deeper case runs "
+                   "only when its parent is named too)")
+            fail(f"--case {unknown[0]}: {why}; `crashmatrix run` without --case lists them all")
+        click.echo(f"crashmatrix: note: --case: a slice of the matrix, {len(set(only_cases))} named "
+                   "case(s) beside the recordings; every other case was left out", err=True)
     lines = combine_and_report(coverage_dir, out_dir) if coverage_dir is not None else None
     # Enumeration is known only once the matrix ran to its end; until then `known` is a floor.
     ended = replace(started, expected=None if interrupted else dict(tally.per_scenario),

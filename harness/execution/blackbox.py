@@ -48,28 +48,28 @@ def store_points(calls: Sequence[FsCall], session: Path) -> list[str]:
     root = os.path.realpath(session)
     found: list[tuple[FsCall, str, bool]] = []  # (call, point, a crash point)
     for call in calls:
-        if not any(_under(p, root) for p in call.paths):
-            continue
+        if not any(_under(p, root) for p in call.paths) or call.relative:
+            continue  # another file's, or one strace's -P neither matches nor counts
+        point = f"{call.syscall.value}:{os.path.relpath(call.paths[0], root)}"
         if call.syscall in OPENS:
-            if call.relative:
-                continue  # strace's -P neither matches nor counts it
-            point = f"{call.syscall.value}:{os.path.relpath(call.paths[0], root)}"
             found.append((call, point, TRUNCATING in call.flags))
         elif call.syscall in STORE_CALLS:
-            found.append((call, f"{call.syscall.value}:{os.path.relpath(call.paths[0], root)}", True))
+            found.append((call, point, True))
+    # strace counts per thread: a file whose calls (counted ones included) come from more than
+    # one thread has no n-th call that another run repeats, nor one state at any of them.
     threads: dict[str, set[int]] = {}
-    for call, point, crash in found:
-        if crash:
-            threads.setdefault(point.partition(":")[2], set()).add(call.pid)
-    shared = {file for file, pids in threads.items() if len(pids) > 1}
+    for call, point, _ in found:
+        threads.setdefault(point.partition(":")[2], set()).add(call.pid)
+    stored = {point.partition(":")[2] for _, point, crash in found if crash}
     points = []
     for _, point, crash in found:
-        if point.partition(":")[2] in shared:
+        file = point.partition(":")[2]
+        if file not in stored:
+            continue  # only opened: nothing stored there, nothing to count
+        if len(threads[file]) > 1:
             points.append(REFUSED + point)
-        elif crash:
-            points.append(point)
-        elif point.partition(":")[2] in threads:  # opens count only where something is stored
-            points.append(COUNTED + point)
+        else:
+            points.append(point if crash else COUNTED + point)
     return points
 
 

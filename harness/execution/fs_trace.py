@@ -137,12 +137,16 @@ def _record(pid: int, name: Syscall, args: list[str], result_text: str,
         old, new = ((at("", args[0]), at("", args[1])) if name is S.RENAME
                     else (at(args[0], args[1]), at(args[2], args[3])))
         how = frozenset(args[4].split("|")) if name is S.RENAMEAT2 and len(args) > 4 else frozenset()
-        return FsCall(pid, name, (old, new), flags=how, result=result, error=error)
+        given = _string(args[0] if name is S.RENAME else args[1]) if args else ""
+        return FsCall(pid, name, (old, new), flags=how, result=result, error=error,
+                      relative=not os.path.isabs(given))
     if name in (S.UNLINK, S.UNLINKAT, S.MKDIR, S.MKDIRAT, S.TRUNCATE):
         path = at(args[0], args[1]) if name in (S.UNLINKAT, S.MKDIRAT) else at("", args[0])
         how = frozenset(args[2].split("|")) if name is S.UNLINKAT and len(args) > 2 else frozenset()
         number = _int(args[1]) if name is S.TRUNCATE and len(args) > 1 else None
-        return FsCall(pid, name, (path,), flags=how, number=number, result=result, error=error)
+        given = _string(args[1] if name in (S.UNLINKAT, S.MKDIRAT) else args[0]) if args else ""
+        return FsCall(pid, name, (path,), flags=how, number=number, result=result, error=error,
+                      relative=not os.path.isabs(given))
     return None
 
 

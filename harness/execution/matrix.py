@@ -182,7 +182,8 @@ class Matrix:
                         # Shards split the single-crash cases by their position (stable whatever
                         # order recordings finish in); deeper cases follow their parent, whose
                         # trace only the parent's shard has.
-                        self.enumerated_ids.update(c.case_id for c in children)
+                        if cfg.only is not None:  # what --case may name (kept only then)
+                            self.enumerated_ids.update(c.case_id for c in children)
                         mine = [c for i, c in enumerate(children) if (case.depth > 0
                                 or in_shard(position[case.scenario] + i, cfg.shard))
                                 and (cfg.only is None or c.case_id in cfg.only)]

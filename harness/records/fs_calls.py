@@ -46,8 +46,9 @@ class FsCall:
     number: int | None = None
     result: int | None = None
     error: str | None = None  # the errno name (ENOENT, EIO, ...) of a failed call
-    # An open given a relative path: strace's `-P` matches an open by the path as given, so a
-    # kill there cannot be aimed at the file (black-box makes no crash point of it).
+    # A call given a path (an open, rename, unlink, truncate) by a relative path: strace's `-P`
+    # matches such a call by the path as given, so a kill there cannot be aimed at the file
+    # (black-box makes no crash point of it).
     relative: bool = False
 
     @property

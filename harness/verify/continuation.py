@@ -19,6 +19,7 @@ from crashmatrix.scenarios.model import Role, Scenario
 ID = InvariantId.CONTINUATION
 SYSTEM = "system"
 TEXT_PARTS = ("text", "input_text", "output_text")  # the part types that carry text
+SENDERS_NAMED = ("user", "system")  # roles whose `name` is part of what the model is told
 
 
 def check_continuation(obs: Observation, scenario: Scenario) -> list[Violation]:
@@ -80,25 +81,43 @@ def _body(messages: list[dict[str, Any]]) -> list[Any]:
 
 
 def model_view(m: Any) -> Any:
-    """What the model reads of one chat message, as plain data; a malformed message (not a
-    dict) is itself, so it differs from every committed one."""
+    """What the model reads of one chat message, as plain data: role, text, the call a result
+    answers, each call's id, tool and arguments as data, a user's or system message's `name`
+    (a participant the model is told about; on an assistant message or a tool result a
+    framework repeats its agent's or the call's tool's name, which LangChain JS and Agent
+    Framework send and a store need not keep) and a legacy `function_call`. A message that is
+    not that shape is itself, marked malformed, so it differs from every committed message (and
+    never breaks the check)."""
     if not isinstance(m, dict):
-        return ("malformed", repr(m))
-    calls = tuple((str(c.get("id")), str((c.get("function") or {}).get("name")),
-                   _arguments((c.get("function") or {}).get("arguments")))
-                  for c in m.get("tool_calls") or () if isinstance(c, dict))
-    call_id = m.get("tool_call_id")
-    return (m.get("role"), _text(m.get("content")), None if call_id is None else str(call_id), calls)
+        return ("malformed", _data(m))
+    raw_calls = m.get("tool_calls")
+    if raw_calls is not None and not (isinstance(raw_calls, list) and all(
+            isinstance(c, dict) and isinstance(c.get("function"), dict) for c in raw_calls)):
+        return ("malformed", _data(m))
+    calls = tuple((c.get("id"), c["function"].get("name"), _arguments(c["function"].get("arguments")))
+                  for c in raw_calls or ())
+    role = m.get("role")
+    legacy = m.get("function_call")
+    return (role, _text(m.get("content")), m.get("tool_call_id"), calls,
+            m.get("name") if role in SENDERS_NAMED else None,
+            None if legacy is None else _data(legacy))
+
+
+def _data(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=repr)
 
 
 def _text(content: Any) -> Any:
-    """The text of a message's content: a string, the text parts of a list joined, or "" for
-    none (an assistant message that only calls tools says nothing, whichever way it is sent).
-    Content that is not text (an image part, say) is compared as data."""
+    """The text of a message's content: a string, or the one text part of a list; several text
+    parts are their texts in order; "" for none (an assistant message that only calls tools
+    says nothing, whichever way it is sent). Content that is not text (an image part, a
+    number) is compared as tagged data, never equal to any text."""
     if content is None:
         return ""
-    if not isinstance(content, list):
+    if isinstance(content, str):
         return content
+    if not isinstance(content, list):
+        return ("data", _data(content))
     texts = []
     for part in content:
         if isinstance(part, str):
@@ -106,8 +125,8 @@ def _text(content: Any) -> Any:
         elif isinstance(part, dict) and part.get("type") in TEXT_PARTS and isinstance(part.get("text"), str):
             texts.append(part["text"])
         else:
-            return json.dumps(content, sort_keys=True, default=str)
-    return "".join(texts)
+            return ("data", _data(content))
+    return texts[0] if len(texts) == 1 else ("parts", tuple(texts))
 
 
 def _arguments(raw: Any) -> Any:

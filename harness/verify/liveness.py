@@ -71,12 +71,12 @@ def _cannot_complete(obs: Observation) -> Violation | None:
         return None
     store_error = obs.transcript.integrity_error
     still_open = [r.run_id for r in obs.transcript.runs if r.outcome is None]
-    if store_error is None and not still_open:
-        return None
+    if not still_open and (store_error is None or obs.transcript.runs):
+        return None  # the agent closed its run (its verdict), or nothing says it is open
     failed = ", ".join(f"inc{inc.index} ({inc.command}) exited {inc.exit_code}" for inc in restarts)
     state = (f"the store cannot be read ({store_error})" if store_error is not None
              else f"run {', '.join(still_open)} is still open")
-    how = "was killed" if crashed.killed else f"was failed a storage call ({crashed.injected})"
+    how = "was killed" if crashed.killed else f"was given a faulty storage call ({crashed.injected})"
     return Violation(ID, (
         f"the run can no longer complete: after inc{crashed.index} {how}, every restart failed "
         f"({failed}) and {state}; a crash must leave a state a restart can finish from"), {

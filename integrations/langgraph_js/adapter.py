@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, Profile
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec
+from crashmatrix.harness.records.profile import Profile
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.integrations.langgraph_js import store
 from crashmatrix.integrations.langgraph_js.settings import APP_ENV, DEFAULT_APP, EXAMPLE_DIR, HOST, QUIET_ENV

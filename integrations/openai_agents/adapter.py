@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, Profile, python_program
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, python_program
+from crashmatrix.harness.records.profile import Profile
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.integrations.hosting import HostedAdapter, dist_versions
 from crashmatrix.integrations.openai_agents import store

@@ -9,10 +9,14 @@ The app's project must have its packages installed (`npm ci` there).
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
 from types import MappingProxyType
 
-from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, Profile, pass_env_of
+from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, pass_env_of
 from crashmatrix.harness.records.agent_env import agent_environment
+from crashmatrix.harness.records.profile import Profile
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.integrations.node_hosting import NodeHostedAdapter, node_package_versions, node_program
 from crashmatrix.integrations.openai_agents_js import store
@@ -42,7 +46,7 @@ class OpenAIAgentsJsAdapter(NodeHostedAdapter):
     def profile(self) -> Profile:
         return Profile("OpenAI Agents JS", node_package_versions(self.app, "@openai/agents"),
                        "the app's Session (the example's: one JSON file, written whole)",
-                       "run again with the session and no new input")
+                       "run on the session again; an input with no saved answer is run again")
 
     def declared_branches(self) -> tuple[str, ...]:
         return ()  # the SDK reports no recovery decisions: a restart runs the input again
@@ -50,8 +54,17 @@ class OpenAIAgentsJsAdapter(NodeHostedAdapter):
     def read_transcript(self, spec: LaunchSpec) -> Transcript:
         env = {**agent_environment(os.environ, pass_env_of(self)), **self.env()}
         env.pop("CRASHMATRIX_PROBE", None)  # dump is no incarnation: it must not probe
-        command = (*self.program, *self._flags(), "dump", str(spec.session))
-        items, error = store.dump(command, env)
+        # On a copy: the app's own session code opens it, and an opener that writes (one that
+        # truncates the file first, as a docs sample does) must not change what the next
+        # incarnation finds.
+        with tempfile.TemporaryDirectory(prefix="crashmatrix-dump-") as tmp:
+            copy = Path(tmp) / "session"
+            if Path(spec.session).is_dir():
+                shutil.copytree(spec.session, copy, symlinks=True)
+            else:
+                copy.mkdir()
+            command = (*self.program, *self._flags(), "dump", str(copy))
+            items, error = store.dump(command, env, cwd=tmp)
         return store.transcript_of(items, error)
 
 

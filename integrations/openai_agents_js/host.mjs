@@ -28,7 +28,7 @@
 // recover found no input, 2 usage, 3 the harness closed the probe channel.
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
@@ -132,7 +132,7 @@ async function loadAgent(app, sdk) {
 }
 
 async function openSession(app, dir) {
-  const mod = await import(new URL(`file://${app.file}`).href);
+  const mod = await import(pathToFileURL(app.file).href);
   const open = mod[SESSION_EXPORT] ?? mod.default?.[SESSION_EXPORT];
   if (typeof open !== "function") {
     throw new Error(`${app.file} exports no ${SESSION_EXPORT}(dir): the SDK ships no durable session, the app must bring one`);

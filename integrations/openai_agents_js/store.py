@@ -40,11 +40,13 @@ def normalised(item: Item) -> dict[str, Any]:
     return dict(item)
 
 
-def dump(command: Sequence[str], env: Mapping[str, str]) -> tuple[list[dict[str, Any]], str | None]:
-    """The session's items (normalised) as the host's `dump` prints them, and an error if it failed."""
+def dump(command: Sequence[str], env: Mapping[str, str],
+         cwd: str | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """The session's items (normalised) as the host's `dump` prints them, and an error if it
+    failed. `cwd`: where the app is imported (its import-time writes land there)."""
     try:
         done = subprocess.run(list(command), env=dict(env), stdin=subprocess.DEVNULL, capture_output=True,
-                              text=True, timeout=DUMP_TIMEOUT_S, check=False, cwd=os.getcwd())
+                              text=True, timeout=DUMP_TIMEOUT_S, check=False, cwd=cwd or os.getcwd())
     except subprocess.TimeoutExpired:
         return [], f"the session could not be read: dump took more than {DUMP_TIMEOUT_S:g} s"
     if done.returncode != 0:

@@ -44,3 +44,16 @@ def test_a_case_the_matrix_does_not_have_is_refused_by_name(tmp_path: Path) -> N
     assert bad.returncode == 2
     assert "--case: bad case id 'not-a-case-id'" in bad.stderr
     assert not (tmp_path / "bad").exists(), "refused before anything was written"
+    sharded = subprocess.run([*CLI, "run", "--out", str(tmp_path / "sh"), "--case", APPEND, "--shard", "1/2"],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert sharded.returncode == 2
+    assert "--case with --shard" in sharded.stderr
+
+
+def test_without_scenario_only_the_named_cases_scenarios_are_recorded(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    done = subprocess.run([*CLI, "run", "--out", str(out), "--case", APPEND], capture_output=True,
+                          text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sorted(_cases(out)) == sorted(["changelog-fast/none", APPEND])
+    assert "--case: a slice of the matrix, 1 named case(s)" in done.stderr

@@ -146,3 +146,20 @@ def test_the_js_client_speaks_the_wire() -> None:
     bad_kind = PROGRAM.replace('"commit.after", "done"', '"commit.finished", "done"')
     assert _drive(b"ccc", program=bad_kind)[0].startswith("other unknown probe kind")
     assert _drive(b"", env={"CRASHMATRIX_PROBE": ""}, program=bad_kind)[0].startswith("other unknown")
+
+
+def test_a_store_read_through_the_agents_own_dump_is_judged(tmp_path: Path) -> None:
+    """`node_adapter:STORED` reads the Node agent's store with `agent.js dump` (the store-dump
+    format): the invariants that read a store are judged, no reader written in Python."""
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [*CLI, "run", "--agent", "node_adapter:STORED", "--scenario", "changelog-fast", "--json",
+         "--out", str(out), "--case", "changelog-fast/13:effect.after:append_note/kill"],
+        cwd=EXAMPLE, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    summary = json.loads(done.stdout)
+    assert "log-integrity" not in summary["not_applicable"], summary["not_applicable"]
+    assert "durable-commits" not in summary["not_applicable"]
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {r["verdict"] for r in results} == {"pass"}
+    assert len(results) == 2

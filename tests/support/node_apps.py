@@ -9,6 +9,7 @@ Without node or npm the caller skips, except in CI (`CI` set), where it fails.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -38,9 +39,18 @@ def _complete(folder: Path) -> bool:
 
 def installed(folder: Path) -> None:
     """Run `npm ci` in `folder` unless its node_modules is complete; RuntimeError with npm's
-    output when the install fails."""
+    output when the install fails. Under a lock: each pytest-xdist worker has its own session
+    fixture, and two `npm ci` in one folder would delete each other's node_modules."""
     if _complete(folder):
         return
+    with (folder / ".npm-ci.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        _install(folder)
+
+
+def _install(folder: Path) -> None:
+    if _complete(folder):
+        return  # another worker installed it while this one waited
     env = {**os.environ, "npm_config_audit": "false", "npm_config_fund": "false",
            "npm_config_update_notifier": "false"}
     done = subprocess.run(["npm", "ci"], cwd=folder, env=env, capture_output=True, text=True,

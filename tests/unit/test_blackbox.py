@@ -192,3 +192,23 @@ def test_without_probes_and_without_a_store_each_invariant_is_listed_once() -> N
     assert "without probes" in at_most_once.reason
     assert Id.SCENARIO_ORACLE in {n.invariant for n in judge(dataclasses.replace(obs, store_read=True),
                                                               changelog_scenario()).not_applicable}
+
+
+def test_an_open_from_another_thread_makes_the_file_refused_not_miscounted() -> None:
+    """strace's ordinal for the truncating open counts the thread's own opens only: with a
+    read-only open on another thread before it, no ordinal names it in every run."""
+    calls = parse([
+        '11 openat(AT_FDCWD</s/case>, "/s/case/session/a.json", O_RDONLY) = 4</s/case/session/a.json>',
+        '22 openat(AT_FDCWD</s/case>, "/s/case/session/a.json", O_WRONLY|O_TRUNC)'
+        ' = 5</s/case/session/a.json>',
+        '22 write(5</s/case/session/a.json>, "{}", 2) = 2',
+    ])
+    points = store_points(calls, SESSION)
+    assert blackbox_cases("s", points, [KILL]) == []
+    assert refused(points) == {"a.json": 3}
+
+
+def test_a_rename_by_a_relative_path_is_no_crash_point() -> None:
+    calls = parse(['7 rename("config.tmp", "config.json") = 0'])
+    assert calls[0].relative
+    assert store_points(calls, SESSION) == []

@@ -5,25 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from crashmatrix.harness.adapters.interface import Capability, Profile
+from crashmatrix.harness.adapters.interface import Capability
+from crashmatrix.harness.records.profile import Profile
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.reports.durability import RULES, Promise, Status, render_markdown, row
 
-KILL_ONLY = frozenset({Capability.KILL, Capability.STORE})
-ALL = frozenset(Capability)
+KILL_ONLY = frozenset({Capability.KILL.value, Capability.STORE.value})
+ALL = frozenset(c.value for c in Capability)
 
 
 def result(case: str, *violations: tuple[str, dict[str, Any]], verdict: Verdict | None = None,
-           not_applicable: list[dict[str, str]] | None = None) -> CaseResult:
+           not_applicable: list[dict[str, str]] | None = None,
+           exercised: list[str] | None = None) -> CaseResult:
     depth = 0 if case.endswith("/none") else case.count("+") + 1
     found = [{"invariant": i, "message": "m", "evidence": e} for i, e in violations]
     return CaseResult(case, case.split("/", maxsplit=1)[0], depth,
                       verdict or (Verdict.FAIL if found else Verdict.PASS), found,
                       repro=f"crashmatrix repro {case} --agent x",
-                      not_applicable=not_applicable or [])
+                      not_applicable=not_applicable or [], exercised=exercised)
 
 
-def cells(results: list[CaseResult], caps: frozenset[Capability] = ALL) -> dict[Promise, Any]:
+def cells(results: list[CaseResult], caps: frozenset[str] = ALL) -> dict[Promise, Any]:
     return {c.promise: c for c in row("x", None, results, caps).cells}
 
 
@@ -43,7 +45,7 @@ def test_a_doubled_effect_breaks_no_duplicate_at_its_first_case_by_what_the_case
     doubled_only = cells([result("s/09:effect.after:append_note/power", ("at-most-once", {}))])
     assert doubled_only[Promise.POWER_LOSS].status is Status.HELD
     assert found[Promise.NOTHING_LOST].status is Status.HELD
-    assert found[Promise.NOTHING_LOST].cases == 3  # the power case is not counted there
+    assert found[Promise.NOTHING_LOST].cases == 2  # crash cases only, the power case not there
 
 
 def test_a_resent_task_and_an_invented_message_are_two_columns() -> None:
@@ -92,3 +94,21 @@ def test_the_page_escapes_what_an_adapter_brings_and_lists_every_column() -> Non
     header = next(line for line in page.splitlines() if line.startswith("| agent |"))
     assert all(r.promise.value in header for r in RULES)
     assert "crashmatrix repro s/01:commit.before:x/kill --agent x" in page
+
+
+def test_without_a_crash_case_nothing_is_held() -> None:
+    """A recording alone (its crash cases not run: it failed, or had no crash point) shows
+    nothing about recovery; a scenario error proves nothing either."""
+    only_recording = cells([result("s/none")])
+    assert {c.status for c in only_recording.values()} <= {Status.INCONCLUSIVE, Status.NOT_APPLICABLE}
+    assert "no crash case ran" in (only_recording[Promise.NO_DUPLICATE].reason or "")
+    wrong = cells([result("s/01:commit.before:x/kill", verdict=Verdict.SCENARIO_ERROR)])
+    assert wrong[Promise.NO_DUPLICATE].status is Status.INCONCLUSIVE
+
+
+def test_a_promise_no_case_called_for_is_not_exercised_not_held() -> None:
+    found = cells([result("s/01:commit.before:x/kill", exercised=["liveness", "pairing"])])
+    assert found[Promise.PAIRED].status is Status.HELD
+    vacuous = found[Promise.NO_DUPLICATE]
+    assert vacuous.status is Status.NOT_EXERCISED
+    assert "at-most-once" in (vacuous.reason or "")

@@ -443,3 +443,35 @@ def test_a_restart_that_succeeds_or_a_run_the_agent_closed_is_no_lost_run() -> N
     assert closed.transcript.runs, "the builder's run is in the store"
     closed.transcript.runs = [dataclasses.replace(r, outcome="aborted") for r in closed.transcript.runs]
     assert not any(v.evidence.get("cannot_complete") for v in verify(closed, changelog_scenario()))
+    damaged = _restarts_all_fail("commit 9: duplicate seq")  # damaged, but the run was closed
+    damaged.transcript.runs = [dataclasses.replace(r, outcome="failed") for r in damaged.transcript.runs]
+    assert not any(v.evidence.get("cannot_complete") for v in verify(damaged, changelog_scenario()))
+
+
+def test_continuation_sees_what_the_model_reads_beyond_the_wire_keys_it_ignores() -> None:
+    from crashmatrix.harness.verify.continuation import model_view  # noqa: PLC0415 - one test's subject
+
+    tool = {"role": "tool", "tool_call_id": "c1", "content": "ok"}
+    assert model_view({**tool, "name": "append_note"}) == model_view(tool)  # repeats the call's tool
+    said = {"role": "user", "content": "hi"}
+    assert model_view({**said, "name": "mallory"}) != model_view(said)  # a participant the model is told of
+    own = {"role": "assistant", "content": "hi"}
+    assert model_view({**own, "name": "changelog"}) == model_view(own)  # the framework's own agent's name
+    assert model_view({**said, "function_call": {"name": "x", "arguments": "{}"}}) != model_view(said)
+    image = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}
+    assert model_view(image) != model_view({"role": "user", "content": json.dumps(image["content"])})
+    two = {"role": "user", "content": [{"type": "text", "text": "ab"}, {"type": "text", "text": "c"}]}
+    assert model_view(two) != model_view({"role": "user", "content": [{"type": "text", "text": "a"},
+                                                                       {"type": "text", "text": "bc"}]})
+
+
+def test_a_malformed_request_message_is_a_violation_never_a_crash_of_the_check() -> None:
+    obs = changelog_baseline()
+
+    def broken(messages: list[dict[str, object]]) -> None:
+        for m in messages:
+            if m.get("tool_calls"):
+                m["tool_calls"] = [{"id": "call_1", "function": "append_note"}]
+
+    violations = _continuation(_with_sent(obs, broken))
+    assert violations, "a call the model could not have made is history the agent rewrote"
