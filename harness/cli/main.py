@@ -22,6 +22,7 @@ from crashmatrix.harness.cli.mutants import mutants
 from crashmatrix.harness.cli.run import COMMANDS
 from crashmatrix.harness.cli.schema import schema
 from crashmatrix.harness.execution.stop_signals import Interrupted, stop_signals_handled
+from crashmatrix.harness.execution.subreaper import become_subreaper, end_leftovers
 from crashmatrix.harness.plugins import PluginError
 from crashmatrix.scenarios import ScenarioError, resolve
 
@@ -121,6 +122,20 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
                 pass
     finally:
         provider.stop()
+
+
+def entry() -> None:
+    """The `crashmatrix` process: `main`, as a child subreaper (harness/execution/subreaper.py),
+    so that whatever an agent left running ends with the command, and says so."""
+    adopting = become_subreaper()
+    try:
+        main()
+    finally:
+        if adopting:
+            left = end_leftovers()
+            if left:
+                click.echo(f"crashmatrix: note: {left} process(es) an agent left running (a daemon "
+                           "outliving its case) were killed as the command ended", err=True)
 
 
 # The matrix commands live in crashmatrix.harness.cli.run; registered here so `main` is the one entry point.

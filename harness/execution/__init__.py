@@ -10,6 +10,7 @@
     scratch        where case trees live (tmpfs when it can), and the sweep of dead ones
     workspace_files  what a case's workspace holds, read without following links
     stop_signals   SIGINT and SIGTERM: the one way a command installs its handler for them
+    subreaper      the command adopts what agents leave running, and ends it when it ends
     covered, line_coverage   --line-coverage of the recovery incarnations
     fs_trace       strace's command line, and its output parsed into file-system call records
     observed       an incarnation under strace, with an image of its session taken first

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import secrets
 import shlex
 import shutil
 import sys
@@ -186,7 +187,10 @@ class CaseRunner:
             before = snapshot(workspace)
         else:
             before = start.workspace_before
-        case_key = case_dir.name
+        # The case's URL path on the fakes: its directory's name (readable in logs) and a secret.
+        # The name alone is predictable (a hash of the case id): any local process that found the
+        # port could answer, or mislead, another case's agent; with 64 random bits it cannot.
+        case_key = f"{case_dir.name}-{secrets.token_hex(8)}"
         services = case_services.register(cfg.downstream, case_key, scenario)
         url = cfg.provider.register(case_key, scenario, None if start is None else start.provider)
         deadline = time.monotonic() + cfg.case_timeout_s
