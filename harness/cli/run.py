@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -47,6 +46,7 @@ from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
+from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.faults.interface import at_store_calls_of
 from crashmatrix.harness.faults.registry import (
     FAULTS,
@@ -531,7 +531,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     coverage_dir = out_dir / "coverage-data" if line_coverage else None
     if coverage_dir is not None:
         if not resume:  # a resumed run adds to what the cases it does not re-run measured
-            shutil.rmtree(coverage_dir, ignore_errors=True)
+            remove_tree(coverage_dir)
         coverage_dir.mkdir(parents=True, exist_ok=True)
     with _runner_config(agent, timeout, fsync == "on", keep, spawn,
                         work=(out_dir / "cases") if keep else None,

@@ -27,7 +27,6 @@ then are in the key, and the recovery is given the rest at their events.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import threading
 from collections import Counter
 from concurrent.futures import Future
@@ -40,6 +39,7 @@ from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.execution import states
 from crashmatrix.harness.execution.freeze_chain import FreezeChain, Outcome
 from crashmatrix.harness.execution.runner import Capture, CaseRunner, Start, case_dir_name, request_of
+from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
 from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.records.case import Case, CrashStep
@@ -182,7 +182,7 @@ class CrashStates:
             for group in [g for g in self._expected if g[0] == scenario]:
                 del self._expected[group]
                 self._chains.pop(group, None)
-        shutil.rmtree(self.root / scenario, ignore_errors=True)
+        remove_tree(self.root / scenario)
 
     def run(self, case: Case, scenario: Scenario, may_extend: bool) -> tuple[Observation, bool]:
         """The case's observation from its parent's snapshot, and whether another case ran its
@@ -199,7 +199,7 @@ class CrashStates:
             # Its output is not known: the parent's incarnation printed on past the kill.
             timed_out=False, runaway=None, duration_ms=0.0, output=None)]
         case_dir = self.runner.config.work_root / case_dir_name(case)
-        shutil.rmtree(case_dir, ignore_errors=True)
+        remove_tree(case_dir)
         restored: CaseState | None = None
         # Once accepted, always (as a real run has it): an incarnation of the prefix recovered.
         recovering = any(i.command == "recover" for i in prefix)
@@ -235,7 +235,7 @@ class CrashStates:
                 self._keys[case.case_id] = (scenario.name, key)
                 self.tally.distinct[scenario.name] += 1
         if not owner:
-            shutil.rmtree(case_dir, ignore_errors=True)  # a torn case's restored copy
+            remove_tree(case_dir)  # a torn case's restored copy
             tail = future.result()
             obs, snaps = _spliced(tail, case, prefix, parent.workspace_before, delivered, snap)
             if may_extend and snaps:
@@ -300,7 +300,7 @@ class CrashStates:
             if parent.origin is not None:
                 snap, fault = parent.origin
                 case_dir = self.runner.config.work_root / case_dir_name(host)
-                shutil.rmtree(case_dir, ignore_errors=True)
+                remove_tree(case_dir)
                 provider = states.restore(snap, case_dir)
                 spec = self.runner.spec_for(case_dir, scenario)
                 if fault != KILL.name:
@@ -329,12 +329,12 @@ class CrashStates:
         if known is None:
             # Under its own name (nothing to rewrite), in a folder of this thread's.
             where = self.root / f"store-{threading.get_ident()}" / snap.dir_name
-            shutil.rmtree(where.parent, ignore_errors=True)
+            remove_tree(where.parent)
             states.restore(snap, where)
             try:
                 known = self.runner.accepted(self.runner.spec_for(where, scenario), prefix)
             finally:
-                shutil.rmtree(where.parent, ignore_errors=True)
+                remove_tree(where.parent)
             with self._lock:
                 self._stored[digest] = known
         return known

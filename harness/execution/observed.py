@@ -26,6 +26,7 @@ from pathlib import Path
 from crashmatrix.harness.adapters.interface import Adapter, LaunchSpec
 from crashmatrix.harness.execution.fs_trace import strace_argv, strace_path
 from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, agent_env, die_with_parent
+from crashmatrix.harness.execution.trees import walk
 from crashmatrix.harness.records.fs_calls import FsCall
 from crashmatrix.harness.records.tree_image import TreeImage
 
@@ -115,7 +116,7 @@ def image_of(root: Path) -> TreeImage:
         return TreeImage(str(root), exists=False)
     files: dict[str, bytes] = {}
     dirs = {str(root)}
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    for dirpath, dirnames, filenames in walk(root):
         for name in dirnames:
             dirs.add(os.path.join(dirpath, name))
         for name in filenames:

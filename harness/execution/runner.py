@@ -12,7 +12,6 @@ import hashlib
 import os
 import secrets
 import shlex
-import shutil
 import sys
 import threading
 import time
@@ -39,6 +38,7 @@ from crashmatrix.harness.execution.intruder import FrozenIncarnation
 from crashmatrix.harness.execution.observed import ObservedKill, TracedSpawner, image_of
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.execution.states import Settled, Snapshot, key, settle_key, take
+from crashmatrix.harness.execution.trees import any_nonempty_file, remove_tree
 from crashmatrix.harness.execution.workspace_files import snapshot
 from crashmatrix.harness.faults.interface import (
     AtCrash,
@@ -178,7 +178,7 @@ class CaseRunner:
         case_dir = start.case_dir if start is not None else cfg.work_root / case_dir_name(case)
         workspace, session = case_dir / "ws", case_dir / "session"
         if start is None:
-            shutil.rmtree(case_dir, ignore_errors=True)
+            remove_tree(case_dir)
             workspace.mkdir(parents=True)
             for rel, text in scenario.workspace.items():
                 target = workspace / rel
@@ -267,13 +267,13 @@ class CaseRunner:
             cfg.provider.forget(case_key)
             downstream = case_services.collect(cfg.downstream, case_key, services, incarnations)
         if self.stop.is_set():
-            shutil.rmtree(case_dir, ignore_errors=True)
+            remove_tree(case_dir)
             raise CaseAborted(case.case_id)
         has_store = Capability.STORE in cfg.adapter.capabilities
         transcript = cfg.adapter.read_transcript(spec) if has_store else Transcript()
         after = snapshot(workspace)
         if not cfg.keep:
-            shutil.rmtree(case_dir, ignore_errors=True)
+            remove_tree(case_dir)
         return Observation(
             case=case,
             incarnations=incarnations,
@@ -638,7 +638,7 @@ def _pending(scenario: Scenario, deliveries: list[Delivery]) -> bool:
 
 def _holds_bytes(root: Path) -> bool:
     """Whether any file under `root` holds at least one byte."""
-    return any(f.is_file() and f.stat().st_size > 0 for f in root.rglob("*")) if root.is_dir() else False
+    return any_nonempty_file(root) if root.is_dir() else False
 
 
 def output_end(path: Path) -> RawOutput | None:

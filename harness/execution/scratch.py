@@ -25,6 +25,7 @@ import stat
 import tempfile
 from pathlib import Path
 
+from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.records.evidence import SCRATCH_TREE_NAME
 
 RAM_CANDIDATES = (Path("/dev/shm"),)
@@ -120,7 +121,7 @@ def sweep_stale(parent: str) -> list[str]:
         except OSError:
             continue  # held: its harness lives (elsewhere), or locks do not work here
         else:
-            shutil.rmtree(entry.path, ignore_errors=True)
+            remove_tree(entry.path)
             removed.append(entry.path)
         finally:
             os.close(fd)

@@ -24,6 +24,7 @@ import json
 import os
 import stat
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,11 +130,24 @@ def restore(snap: Snapshot, case_dir: Path) -> CaseState:
 
 def _walk(path: str, rel: str, entries: list[Entry]) -> None:
     """Append what directory `path` (`rel` in the tree) holds: directories (an empty one is state
-    too), regular files and symbolic links, in name order, each directory before its contents."""
-    with os.scandir(path) as listing:
-        found = sorted(listing, key=lambda e: e.name)
-    for entry in found:
-        child = f"{rel}/{entry.name}"
+    too), regular files and symbolic links, in name order, each directory before its contents.
+    With a stack, not recursion: an agent's tree may be any depth deep (trees.py)."""
+    pending: list[Iterator[os.DirEntry[str]]] = []
+    rels: list[str] = []
+
+    def listed(where: str) -> Iterator[os.DirEntry[str]]:
+        with os.scandir(where) as listing:
+            return iter(sorted(listing, key=lambda e: e.name))
+
+    pending.append(listed(path))
+    rels.append(rel)
+    while pending:
+        entry = next(pending[-1], None)
+        if entry is None:
+            pending.pop()
+            rels.pop()
+            continue
+        child = f"{rels[-1]}/{entry.name}"
         mode = entry.stat(follow_symlinks=False).st_mode
         if stat.S_ISLNK(mode):
             entries.append((child, mode, os.readlink(entry.path).encode(errors="surrogateescape")))
@@ -142,7 +156,8 @@ def _walk(path: str, rel: str, entries: list[Entry]) -> None:
                 entries.append((child, mode, f.read()))
         elif stat.S_ISDIR(mode):
             entries.append((child, mode, None))
-            _walk(entry.path, child, entries)
+            pending.append(listed(entry.path))
+            rels.append(child)
 
 
 def unlogged(provider: CaseState) -> CaseState:

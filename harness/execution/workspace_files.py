@@ -6,6 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+from crashmatrix.harness.execution.trees import walk
+
 # A workspace file larger than this is shown by its size: the invariants compare small text files
 # (a CHANGELOG), and an agent that writes gigabytes must not take the harness's memory with it.
 MAX_FILE_BYTES = 1 << 20
@@ -25,9 +27,9 @@ def snapshot(root: Path) -> dict[str, str]:
     # Plain string paths: this runs at the start and end of every case, and pathlib's joins and
     # relative_to were most of its cost.
     base = os.fspath(root)
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+    for dirpath, dirnames, filenames in walk(base):
         prefix = dirpath[len(base) + 1:].replace(os.sep, "/")
-        # os.walk lists a symlink to a directory among dirnames and does not descend into it.
+        # walk lists a symlink to a directory among the files and does not descend into it.
         for name in [*dirnames, *filenames]:
             path = os.path.join(dirpath, name)
             rel = f"{prefix}/{name}" if prefix else name
