@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from crashmatrix.harness.execution.fs_inject import inject_args
-from crashmatrix.harness.records.blackbox_points import COUNTED, REFUSED
+from crashmatrix.harness.records.blackbox_points import COUNTED, REFUSED, file_label, file_of
 from crashmatrix.harness.records.fs_calls import FsCall, Syscall
 
 S = Syscall
@@ -50,7 +50,7 @@ def store_points(calls: Sequence[FsCall], session: Path) -> list[str]:
     for call in calls:
         if not any(_under(p, root) for p in call.paths) or call.relative:
             continue  # another file's, or one strace's -P neither matches nor counts
-        point = f"{call.syscall.value}:{os.path.relpath(call.paths[0], root)}"
+        point = f"{call.syscall.value}:{file_label(os.path.relpath(call.paths[0], root))}"
         if call.syscall in OPENS:
             found.append((call, point, TRUNCATING in call.flags))
         elif call.syscall in STORE_CALLS:
@@ -79,7 +79,7 @@ def _under(path: str, root: str) -> bool:
 
 def target(session: Path, label: str) -> Path:
     """The file a step names, resolved as strace shows paths (it matches `-P` against those)."""
-    return Path(os.path.realpath(session / label))
+    return Path(os.path.realpath(session / file_of(label)))
 
 
 def kill_args(session: Path, syscall: str, label: str, n: int) -> list[str]:

@@ -8,10 +8,25 @@ whose n-th call is another call in another run.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 COUNTED = "~"
 REFUSED = "!"
+# A file name goes into a case id, which joins steps with `+`: `+` (and `%`, to keep it
+# reversible) are written %2B and %25 there, and read back when the file is named to strace.
+_RESERVED = re.compile(r"[%+]")
+_ESCAPED = re.compile(r"%(25|2B)")
+
+
+def file_label(name: str) -> str:
+    """A session file's name as a case id spells it."""
+    return _RESERVED.sub(lambda m: f"%{ord(m[0]):02X}", name)
+
+
+def file_of(label: str) -> str:
+    """The file name a case id's label spells (`file_label` undone)."""
+    return _ESCAPED.sub(lambda m: chr(int(m[1], 16)), label)
 
 
 def crash_points(points: Sequence[str]) -> list[tuple[str, int]]:

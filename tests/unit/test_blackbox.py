@@ -212,3 +212,15 @@ def test_a_rename_by_a_relative_path_is_no_crash_point() -> None:
     calls = parse(['7 rename("config.tmp", "config.json") = 0'])
     assert calls[0].relative
     assert store_points(calls, SESSION) == []
+
+
+def test_a_store_file_with_a_plus_in_its_name_gives_an_id_that_parses_back_to_it() -> None:
+    """Case ids join steps with `+`: the file `a+b%.json` is spelt `a%2Bb%25.json` there, and
+    the kill is aimed at the file itself."""
+    calls = parse(['7 write(4</s/case/session/a+b%.json>, "x", 1) = 1'])
+    points = store_points(calls, SESSION)
+    assert points == ["write:a%2Bb%25.json"]
+    (case,) = blackbox_cases("s", points, [KILL])
+    assert Case.parse(case.case_id) == case
+    args = kill_args(SESSION, "write", case.schedule[0].label, 1)
+    assert args[args.index("-P") + 1] == "/s/case/session/a+b%.json"
