@@ -21,6 +21,7 @@ from crashmatrix.harness.cli.explore import explore
 from crashmatrix.harness.cli.mutants import mutants
 from crashmatrix.harness.cli.run import COMMANDS
 from crashmatrix.harness.cli.schema import schema
+from crashmatrix.harness.execution.netns import isolate
 from crashmatrix.harness.execution.stop_signals import Interrupted, stop_signals_handled
 from crashmatrix.harness.execution.subreaper import become_subreaper, end_leftovers
 from crashmatrix.harness.plugins import PluginError
@@ -124,9 +125,21 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
         provider.stop()
 
 
+# Commands that start no agent keep the machine's network: `fake-provider` serves agents outside.
+OPEN_NETWORK = frozenset({"fake-provider", "report", "merge", "schema"})
+
+
 def entry() -> None:
-    """The `crashmatrix` process: `main`, as a child subreaper (harness/execution/subreaper.py),
-    so that whatever an agent left running ends with the command, and says so."""
+    """The `crashmatrix` process: `main`, in a network namespace of its own (agents reach only
+    the fakes: harness/execution/netns.py), as a child subreaper (harness/execution/subreaper.py),
+    so that whatever an agent left running ends with the command; each says so when it matters."""
+    command = next((a for a in sys.argv[1:] if not a.startswith("-")), None)
+    if command is not None and command not in OPEN_NETWORK:
+        why = isolate()  # first: no thread may have started yet
+        if why is not None:
+            click.echo(f"crashmatrix: note: agents are not network-isolated: {why}; they can "
+                       "reach whatever this machine can, real endpoints with real keys included",
+                       err=True)
     adopting = become_subreaper()
     try:
         main()
