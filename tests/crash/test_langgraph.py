@@ -168,3 +168,26 @@ def test_a_users_own_graph_factory_is_hosted(tmp_path: Path) -> None:
     assert "scenario-oracle" not in violated
     assert f"     | {LINE}\n     | {LINE}\n" not in done.stdout
 
+
+
+# The durability table's scenario: the same four windows (the LangGraph.js integration's too).
+FAST = {
+    "changelog-fast/19:effect.after:append_note/kill": ["at-most-once", "safe-rerun", "scenario-oracle"],
+    "changelog-fast/20:commit.before:writes.tools/kill": ["at-most-once", "safe-rerun", "scenario-oracle"],
+    "changelog-fast/35:effect.after:bash/kill": ["at-most-once", "safe-rerun"],
+    "changelog-fast/36:commit.before:writes.tools/kill": ["at-most-once", "safe-rerun"],
+    "changelog-fast/18:effect.before:append_note/kill": [],
+    "changelog-fast/21:commit.written:writes.tools/kill": [],
+}
+
+
+@needs_langgraph
+def test_changelog_fast_names_the_same_windows(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cases = [a for case in FAST for a in ("--case", case)]
+    done = crashmatrix("run", "--agent", "langgraph", "--scenario", "changelog-fast", "--spawn", "fork",
+                       "--out", str(out), *cases, cwd=ROOT)
+    assert done.returncode == 1, done.stderr[-3000:]
+    found = verdicts(out)
+    assert found.pop("changelog-fast/none") == ("pass", [])
+    assert {c: v for c, (_, v) in found.items()} == FAST

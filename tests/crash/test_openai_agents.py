@@ -144,3 +144,23 @@ def test_a_hosted_run_connects_only_to_127_0_0_1(traced_repro: tuple[str, list[t
     inet, outside = outside_loopback(seen)
     assert inet, "the fake provider was never reached: the trace saw no connection"
     assert outside == [], outside
+
+
+# The durability table's scenario: the doubled append, the re-sent task, and a case that holds.
+FAST = {
+    "changelog-fast/07:effect.after:append_note/kill": ["at-most-once", "continuation", "scenario-oracle"],
+    "changelog-fast/02:commit.written:message.user/kill": ["continuation"],
+    "changelog-fast/21:commit.written:message.assistant/kill": [],
+}
+
+
+@needs_sdk
+def test_changelog_fast_names_the_doubled_append_and_the_resent_task(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    cases = [a for case in FAST for a in ("--case", case)]
+    done = crashmatrix("run", "--agent", "openai-agents", "--scenario", "changelog-fast", "--spawn",
+                       "fork", "--out", str(out), *cases, cwd=ROOT)
+    assert done.returncode == 1, done.stderr[-3000:]
+    found = verdicts(out)
+    assert found.pop("changelog-fast/none") == ("pass", [])
+    assert {c: v for c, (_, v) in found.items()} == FAST
