@@ -24,7 +24,7 @@ import sys
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -66,6 +66,33 @@ def serialised() -> Iterator[None]:
     """Hold the probe lock across several events (a store write's before, written and after)."""
     with _probe_lock:
         yield
+
+
+class Commits:
+    """The seq of each store write, as a host's commit probes report it: the commits the store
+    held when the process started (their keys, in store order), then each new key in the order
+    its write happens; a write to a key already held keeps its seq. `commit` is one write's
+    three events around it, under the probe lock."""
+
+    def __init__(self, existing: Iterable[Hashable]) -> None:
+        self._keys = {key: k for k, key in enumerate(existing, 1)}
+
+    def known(self, key: Hashable) -> bool:
+        return key in self._keys
+
+    def seq(self, key: Hashable) -> int:
+        if key not in self._keys:
+            self._keys[key] = len(self._keys) + 1
+        return self._keys[key]
+
+    @contextmanager
+    def commit(self, key: Hashable, label: str) -> Iterator[None]:
+        with serialised():
+            seq = self.seq(key)
+            emit("commit.before", label, seq=seq)
+            yield  # the write; an exception skips the events after it (it never landed)
+            emit("commit.written", label, seq=seq)
+            emit("commit.after", label, seq=seq)
 
 
 def host_parser(prog: str, app_env: str, default_app: str) -> argparse.ArgumentParser:

@@ -56,7 +56,7 @@ from agent_framework import (
 from crashmatrix.integrations.agent_framework import seams, store
 from crashmatrix.integrations.agent_framework.settings import APP_ENV, DEFAULT_APP, QUIET_ENV
 from crashmatrix.integrations.agent_framework.tools import workflow_tools
-from crashmatrix.integrations.hosting import describe, host_args, host_parser, import_app
+from crashmatrix.integrations.hosting import Commits, describe, host_args, host_parser, import_app
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         return describe_app(args.app, paths)
     session: Path = args.session
     directory = session / store.CHECKPOINTS
-    storage = seams.ProbedStorage(FileCheckpointStorage(directory), seams.Commits(store.commit_ids(session)))
+    storage = seams.ProbedStorage(FileCheckpointStorage(directory), Commits(store.commit_ids(session)))
     loop = inline_loop()
     try:
         os.chdir(args.workspace)  # the user's tools act on the current directory

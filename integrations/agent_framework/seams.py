@@ -30,22 +30,9 @@ from typing import Any
 from agent_framework import CheckpointStorage, FunctionTool, WorkflowCheckpoint
 
 from crashmatrix.integrations.agent_framework import store
-from crashmatrix.integrations.hosting import emit, serialised
+from crashmatrix.integrations.hosting import Commits, emit, serialised
 
 _PROBED = "_crashmatrix_probed"  # marks an instance whose method is wrapped already
-
-
-class Commits:
-    """The seq of each checkpoint: the store's checkpoints when the process started, then each
-    new save in the order it happens (a save that rewrites a checkpoint keeps its seq)."""
-
-    def __init__(self, existing: Sequence[str]) -> None:
-        self._ids = {cid: k for k, cid in enumerate(existing, 1)}
-
-    def seq(self, checkpoint_id: str) -> int:
-        if checkpoint_id not in self._ids:
-            self._ids[checkpoint_id] = len(self._ids) + 1
-        return self._ids[checkpoint_id]
 
 
 class ProbedStorage:

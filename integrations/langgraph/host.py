@@ -43,7 +43,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from crashmatrix.integrations.hosting import describe, host_args, host_parser, import_app
+from crashmatrix.integrations.hosting import Commits, describe, host_args, host_parser, import_app
 from crashmatrix.integrations.langgraph import seams, store
 from crashmatrix.integrations.langgraph.settings import APP_ENV, DEFAULT_APP, QUIET_ENV
 from crashmatrix.integrations.langgraph.tools import graph_tools
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         saver = SqliteSaver(conn)
         saver.setup()
-        seams.wrap_saver(saver, seams.Commits(store.commits(conn, tid)))
+        seams.wrap_saver(saver, Commits(c.key for c in store.commits(conn, tid)))
         seams.install_handler()
         paths = [*args.path, os.getcwd()]
         os.chdir(workspace)  # the user's tools act on the current directory

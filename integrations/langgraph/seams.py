@@ -19,8 +19,7 @@ thread saw it.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
 from uuid import UUID
@@ -29,30 +28,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.outputs import LLMResult
 from langchain_core.tracers.context import register_configure_hook
 
-from crashmatrix.integrations.hosting import emit, serialised
+from crashmatrix.integrations.hosting import Commits, emit
 from crashmatrix.integrations.langgraph import store
-
-
-class Commits:
-    """The seq of each store write: the database's commits when the process started, then each
-    new write in the order it happens (a write that replaces a commit keeps that commit's seq)."""
-
-    def __init__(self, existing: Sequence[store.Commit]) -> None:
-        self._keys = {c.key: k for k, c in enumerate(existing, 1)}
-
-    def seq(self, key: store.Key) -> int:
-        if key not in self._keys:
-            self._keys[key] = len(self._keys) + 1
-        return self._keys[key]
-
-    @contextlib.contextmanager
-    def commit(self, key: store.Key, label: str) -> Iterator[None]:
-        with serialised():
-            seq = self.seq(key)
-            emit("commit.before", label, seq=seq)
-            yield  # the write; an exception skips the events after it (it never landed)
-            emit("commit.written", label, seq=seq)
-            emit("commit.after", label, seq=seq)
 
 
 def wrap_saver(saver: Any, commits: Commits) -> None:

@@ -50,7 +50,7 @@ from pydantic_ai._warnings import PydanticAIDeprecationWarning
 from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.models.wrapper import WrapperModel
 
-from crashmatrix.integrations.hosting import describe, host_args, host_parser, import_app, serialised
+from crashmatrix.integrations.hosting import Commits, describe, host_args, host_parser, import_app, serialised
 from crashmatrix.integrations.pydantic_ai_dbos import seams, store
 from crashmatrix.integrations.pydantic_ai_dbos.settings import APP_ENV, DEFAULT_APP, QUIET_ENV
 from crashmatrix.integrations.pydantic_ai_dbos.tools import agent_tools
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"recover: {session} holds no workflow (no run was started)", file=sys.stderr)
         return 1
     try:
-        seams.wrap_system_database(seams.Commits(existing))
+        seams.wrap_system_database(Commits(c.key for c in existing))
         paths = [*args.path, os.getcwd()]
         os.chdir(workspace)  # the user's tools act on the current directory
         agent = load_agent(args.app, paths)

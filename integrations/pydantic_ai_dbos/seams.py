@@ -29,42 +29,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from dbos._sys_db import SystemDatabase
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 
-from crashmatrix.integrations.hosting import emit, serialised
+from crashmatrix.integrations.hosting import Commits, emit
 from crashmatrix.integrations.pydantic_ai_dbos import store
 
 _PROBED = "_crashmatrix_probed"  # marks an instance whose methods are wrapped already
-
-
-class Commits:
-    """The seq of each commit: the database's commits when the process started, then each new
-    write in the order it happens (a write to a commit already held keeps its seq)."""
-
-    def __init__(self, existing: Sequence[store.Commit]) -> None:
-        self._keys = {c.key: k for k, c in enumerate(existing, 1)}
-
-    def known(self, key: store.Key) -> bool:
-        return key in self._keys
-
-    def seq(self, key: store.Key) -> int:
-        if key not in self._keys:
-            self._keys[key] = len(self._keys) + 1
-        return self._keys[key]
-
-    @contextlib.contextmanager
-    def commit(self, key: store.Key, label: str) -> Iterator[None]:
-        with serialised():
-            seq = self.seq(key)
-            emit("commit.before", label, seq=seq)
-            yield  # the write; an exception skips the events after it (it never landed)
-            emit("commit.written", label, seq=seq)
-            emit("commit.after", label, seq=seq)
 
 
 def wrap_system_database(commits: Commits) -> None:

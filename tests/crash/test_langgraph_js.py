@@ -48,15 +48,8 @@ HELD = {
 
 @pytest.fixture(scope="session")
 def example_installed() -> Path:
-    """The example's npm packages (`npm ci` when node_modules is missing, as in a fresh clone).
-    Skipped without node and npm, except in CI (`CI` set), where that fails."""
-    why = node_apps.missing_tools()
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(why)
-        pytest.skip(why)
-    node_apps.installed(EXAMPLE)
-    return EXAMPLE
+    """The example's npm packages (`npm ci` when node_modules is missing, as in a fresh clone)."""
+    return node_apps.ready(EXAMPLE)
 
 
 @pytest.fixture(scope="module")

@@ -58,3 +58,17 @@ def _install(folder: Path) -> None:
     if done.returncode != 0 or not _complete(folder):
         raise RuntimeError(f"npm ci in {folder} failed (exit {done.returncode}):\n"
                            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def ready(folder: Path) -> Path:
+    """`folder`'s npm packages installed, for a test's fixture: skipped without node and npm,
+    except in CI (`CI` set), where that fails."""
+    import pytest  # noqa: PLC0415 - only a test's fixture calls this
+
+    why = missing_tools()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(why)
+        pytest.skip(why)
+    installed(folder)
+    return folder
