@@ -7,7 +7,14 @@ import os
 import subprocess
 import sys
 
-from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, agent_env, die_with_parent
+from crashmatrix.harness.execution.spawn import (
+    Launch,
+    Process,
+    SpawnMode,
+    agent_env,
+    die_with_parent,
+    output_fd,
+)
 
 
 class FreshSpawner:
@@ -17,7 +24,7 @@ class FreshSpawner:
 
     def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
         env = agent_env(launch, probe_fds)
-        out = launch.output.open("ab") if launch.output else None
+        out = output_fd(launch)
         try:
             argv = [*launch.program, *launch.args]
             if launch.coverage is not None and launch.entry is not None:
@@ -41,7 +48,7 @@ class FreshSpawner:
             )
         finally:
             if out is not None:
-                out.close()
+                os.close(out)
 
     def close(self) -> None:
         pass

@@ -8,6 +8,7 @@ whole group and any descendants psutil can still see, and the direct child is al
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import selectors
@@ -19,6 +20,7 @@ import time
 import psutil
 
 from crashmatrix.harness.execution.fresh import FreshSpawner
+from crashmatrix.harness.execution.output_cap import CappedOutput
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.records.events import ProbeEvent
 
@@ -184,6 +186,12 @@ class Incarnation:
 
     def __init__(self, launch: Launch, spawner: Spawner | None = None,
                  max_events: int | None = None) -> None:
+        # The agent's output goes through a pipe kept within bounds (output_cap.py), not
+        # straight into a file an agent printing without end would fill the scratch disk with.
+        self._output: CappedOutput | None = None
+        if launch.output is not None and launch.output_fd is None:
+            self._output = CappedOutput(launch.output)
+            launch = dataclasses.replace(launch, output_fd=self._output.fd)
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
         try:
@@ -191,10 +199,14 @@ class Incarnation:
         except BaseException:
             os.close(to_child_w)
             os.close(from_child_r)
+            if self._output is not None:
+                self._output.close()
             raise
         finally:
             os.close(to_child_r)
             os.close(from_child_w)
+            if self._output is not None:
+                self._output.spawned()
         self._ack_fd = to_child_w
         self._event_fd = from_child_r
         self._buf = b""
@@ -341,6 +353,8 @@ class Incarnation:
         self._selector.close()
         os.close(self._ack_fd)
         os.close(self._event_fd)
+        if self._output is not None:
+            self._output.close()
         self._closed = True
 
     def __enter__(self) -> Incarnation:

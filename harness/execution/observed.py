@@ -25,7 +25,14 @@ from pathlib import Path
 
 from crashmatrix.harness.adapters.interface import Adapter, LaunchSpec
 from crashmatrix.harness.execution.fs_trace import strace_argv, strace_path
-from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, agent_env, die_with_parent
+from crashmatrix.harness.execution.spawn import (
+    Launch,
+    Process,
+    SpawnMode,
+    agent_env,
+    die_with_parent,
+    output_fd,
+)
 from crashmatrix.harness.execution.trees import walk
 from crashmatrix.harness.records.fs_calls import FsCall
 from crashmatrix.harness.records.tree_image import TreeImage
@@ -88,7 +95,7 @@ class TracedSpawner:
 
     def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
         env = agent_env(launch, probe_fds)
-        out = launch.output.open("ab") if launch.output else None
+        out = output_fd(launch)
         argv = [*strace_argv(self.strace, self.trace, seccomp=self.seccomp), *self.extra, "--",
                 "setpriv", "--pdeathsig", "KILL", "--", "setsid", *launch.program, *launch.args]
         try:
@@ -102,7 +109,7 @@ class TracedSpawner:
             )
         finally:
             if out is not None:
-                out.close()
+                os.close(out)
         return TracedProcess(tracer)
 
     def close(self) -> None:

@@ -33,6 +33,8 @@ class Launch:
     cwd: Path
     env: dict[str, str] = field(default_factory=dict)
     output: Path | None = None  # stdout and stderr go here (else /dev/null)
+    # Or to this descriptor, when set (the write end of a `CappedOutput`): the spawner dups it.
+    output_fd: int | None = None
     # Run under coverage.py measuring this package, saving to this data file on a normal exit.
     coverage: tuple[Path, str] | None = None
     # False in black-box mode: the probe pipe is still passed (its end of file says the agent
@@ -70,6 +72,16 @@ def agent_env(launch: Launch, probe_fds: tuple[int, int]) -> dict[str, str]:
     if launch.probes:
         return {**launch.env, **probe_env(*probe_fds)}
     return {k: v for k, v in launch.env.items() if k != PROBE_ENV}
+
+
+def output_fd(launch: Launch) -> int | None:
+    """A new descriptor for the incarnation's stdout and stderr (the caller closes it), or None
+    for none (/dev/null)."""
+    if launch.output_fd is not None:
+        return os.dup(launch.output_fd)
+    if launch.output is not None:
+        return os.open(launch.output, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    return None
 
 
 def null_fd() -> int:

@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode
+from crashmatrix.harness.execution.spawn import Launch, Process, SpawnMode, output_fd
 from crashmatrix.harness.execution.zygote_server import MEASURE_IMPORTS
 from crashmatrix.harness.records.agent_env import agent_environment
 
@@ -117,7 +117,9 @@ class Zygote:
     def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
         if launch.entry is None:
             raise ZygoteError(f"{launch.program[0]}: no Python entry point to fork; use fresh spawning")
-        out = os.open(launch.output or os.devnull, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        out = output_fd(launch)
+        if out is None:
+            out = os.open(os.devnull, os.O_WRONLY)
         try:
             with self._lock:
                 self._next_id += 1

@@ -102,3 +102,42 @@ def test_a_failing_agents_last_words_are_shown_redacted_everywhere(tmp_path: Pat
     assert "-- agent output (inc1, last lines; stdout and stderr)" in shown.stdout
     assert f"   | {MESSAGE} (key {MARKER})" in shown.stdout
     assert SECRET not in shown.stdout + shown.stderr
+
+
+# R1: an agent that prints without end (here 12 MiB, far past what is kept) and then says why it
+# stops. Its output used to land whole in the case tree on the shared RAM filesystem.
+FLOOD = '''
+import sys
+block = b"x" * 65535 + b"\\n"
+for _ in range(192):
+    sys.stdout.buffer.write(block)
+sys.stdout.flush()
+print("floodagent: giving up", file=sys.stderr)
+sys.exit(1)
+'''
+
+
+def test_a_flooding_agents_output_is_capped_and_the_cut_is_said(tmp_path: Path) -> None:
+    from crashmatrix.harness.execution.output_cap import HEAD_BYTES, TAIL_BYTES
+
+    pkg = tmp_path / "loudagent"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "agent.py").write_text(FLOOD)
+    (pkg / "adapter.py").write_text(ADAPTER)
+    out = tmp_path / "out"
+    proc = crashmatrix("run", "--agent", "loudagent.adapter:AGENT", "--scenario", "changelog-fast",
+                       "--out", str(out), "--keep", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    record = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    tail = record["agent_output"][0]["tail"]
+    assert tail.endswith("floodagent: giving up")
+    logs = list((out / "cases").rglob("inc1.log"))
+    assert logs, sorted(str(p) for p in out.rglob("*"))[:20]
+    for log in logs:
+        data = log.read_bytes()
+        # The start and the end are kept, and a line says how much of the middle was cut.
+        assert len(data) < HEAD_BYTES + TAIL_BYTES + 200
+        assert data.startswith(b"x" * 1000)
+        assert b"bytes of this output were cut here" in data
+        assert data.endswith(b"floodagent: giving up\n")
