@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 import threading
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -44,14 +45,30 @@ class _Main(click.Group):
             fail(str(exc) or "interrupted by SIGINT", Exit.HARNESS)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise  # click's own: usage errors (2) and explicit exits
+        except OSError as exc:
+            if exc.errno not in OUT_OF_SPACE:
+                _harness_failed(exc)
+            # Not a bug: the machine's disk. What was written stays whole (results are written
+            # a line at a time, run.json by rename), so the command can be run again.
+            fail(f"{exc.filename or 'a file'}: {exc.strerror or 'no space left'}: the results "
+                 "written so far are kept whole; free some space and run the command again "
+                 "(`crashmatrix run --resume` continues the matrix where it stopped)", Exit.HARNESS)
         except Exception as exc:
-            # A harness bug must never read as a verdict: exit 1 means "violations found".
-            # The traceback goes last, for a bug report; the first line says what happened.
-            click.echo(f"crashmatrix: error: the harness failed ({type(exc).__name__}: {exc}); "
-                       "this is a crashmatrix bug: please report it with the command and the "
-                       "traceback below", err=True)
-            click.echo(traceback.format_exc(), err=True)
-            sys.exit(int(Exit.HARNESS))
+            _harness_failed(exc)
+
+
+# The disk (or the user's quota) is full: the machine's state, not a bug.
+OUT_OF_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def _harness_failed(exc: Exception) -> NoReturn:
+    # A harness bug must never read as a verdict: exit 1 means "violations found".
+    # The traceback goes last, for a bug report; the first line says what happened.
+    click.echo(f"crashmatrix: error: the harness failed ({type(exc).__name__}: {exc}); "
+               "this is a crashmatrix bug: please report it with the command and the "
+               "traceback below", err=True)
+    click.echo(traceback.format_exc(), err=True)
+    sys.exit(int(Exit.HARNESS))
 
 
 @contextmanager

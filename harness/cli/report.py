@@ -12,7 +12,13 @@ import click
 
 from crashmatrix.harness.adapters.registry import AgentChoiceError, resolve_agent
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.records.results import CaseResult, ResultsError, load, resolve_results_path
+from crashmatrix.harness.records.results import (
+    CaseResult,
+    ResultsError,
+    load,
+    resolve_results_path,
+    whole_lines,
+)
 from crashmatrix.harness.records.run_record import (
     Completeness,
     Completion,
@@ -96,21 +102,20 @@ def _damage(path: Path) -> str | None:
     """The first line that is not a renderable case result, named as an editor numbers it, or
     that repeats a case an earlier line holds (a report would count it twice)."""
     seen: dict[str, int] = {}
-    with path.open("rb") as f:
-        for line_no, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                result = CaseResult.from_json(json.loads(raw.decode("utf-8")))
-                why = _shape_error(result)
-            except Exception as exc:  # any way a line can fail to be a record is damage
-                why = f"{type(exc).__name__}: {exc}"
-            if why is not None:
-                return f"{path}: line {line_no}: not a case result ({why})"
-            if result.case in seen:
-                return (f"{path}: line {line_no}: case {result.case} again (line {seen[result.case]} "
-                        "holds it); `crashmatrix merge` combines result files")
-            seen[result.case] = line_no
+    for line_no, raw in enumerate(whole_lines(path), 1):
+        if not raw.strip():
+            continue
+        try:
+            result = CaseResult.from_json(json.loads(raw.decode("utf-8")))
+            why = _shape_error(result)
+        except Exception as exc:  # any way a line can fail to be a record is damage
+            why = f"{type(exc).__name__}: {exc}"
+        if why is not None:
+            return f"{path}: line {line_no}: not a case result ({why})"
+        if result.case in seen:
+            return (f"{path}: line {line_no}: case {result.case} again (line {seen[result.case]} "
+                    "holds it); `crashmatrix merge` combines result files")
+        seen[result.case] = line_no
     return None
 
 

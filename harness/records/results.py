@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -113,25 +114,76 @@ def _line(result: CaseResult) -> str:
 
 
 class ResultsWriter:
-    """Appends results as they finish; each line is flushed so an interrupted run keeps them.
+    """Appends results as they finish; each line is written whole so an interrupted run keeps them.
 
-    `append`: keep the lines already in the file (a resumed run adds to them)."""
+    `append`: keep the lines already in the file (a resumed run adds to them). A line the disk
+    had no room for is taken back (the file cut to where it was), so a full disk leaves whole
+    lines only, and `report` and `--resume` read the file as it is: the error (OSError, ENOSPC)
+    goes to the caller, which stops the run.
+    """
 
     def __init__(self, path: Path, append: bool = False) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._f = path.open("a" if append else "w", encoding="utf-8")
-        if append and self._f.tell() and not _ends_with_newline(path):
-            self._f.write("\n")  # a last line without its newline would swallow the first new one
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | (0 if append else os.O_TRUNC), 0o644)
+        self._end = os.lseek(self._fd, 0, os.SEEK_END)
+        if append and self._end:
+            torn = _torn_tail(path)
+            if torn:
+                # The last line of a run that stopped mid-write is no result: cut it off, and
+                # its case runs again.
+                self._end -= torn
+                os.ftruncate(self._fd, self._end)
+            elif not _ends_with_newline(path):
+                # A whole result without its newline would swallow the first new line.
+                self._end += os.pwrite(self._fd, b"\n", self._end)
 
     def write(self, result: CaseResult) -> None:
-        self._f.write(_line(result))
-        self._f.flush()
+        data = _line(result).encode("utf-8")
+        done = 0
+        try:
+            while done < len(data):
+                done += os.pwrite(self._fd, data[done:], self._end + done)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._end)
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+        self._end += len(data)
 
     def close(self) -> None:
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
+        if self._fd < 0:
+            return
+        try:
+            os.fsync(self._fd)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def whole_lines(path: Path) -> list[bytes]:
+    """The lines of a results file, without a torn last one (a run stopped mid-write, by a full
+    disk or a kill: the case it was for has no result and runs again on --resume)."""
+    with path.open("rb") as f:
+        data = f.read()
+    torn = _torn_tail(path)
+    return (data[:len(data) - torn] if torn else data).splitlines(keepends=True)
+
+
+def _torn_tail(path: Path) -> int:
+    """How many bytes at the end of `path` are a line without its newline that is no result."""
+    with path.open("rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        back = min(size, 1 << 20)
+        f.seek(size - back)
+        tail = f.read(back)
+    if tail.endswith(b"\n"):
+        return 0
+    last = tail[tail.rfind(b"\n") + 1:]
+    try:
+        CaseResult.from_json(json.loads(last))
+    except (ValueError, KeyError, TypeError):
+        return len(last)
+    return 0  # a whole result without its newline (a hand edit): kept
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -154,14 +206,14 @@ def load(path: Path) -> list[CaseResult]:
     if not path.exists():
         raise ResultsError(f"{path}: no such results file")
     out: list[CaseResult] = []
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                out.append(CaseResult.from_json(json.loads(line)))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise ResultsError(f"{path}: line {line_no}: not a case result ({exc})") from None
+    for line_no, raw in enumerate(whole_lines(path), 1):
+        line = raw.decode("utf-8")
+        if not line.strip():
+            continue
+        try:
+            out.append(CaseResult.from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ResultsError(f"{path}: line {line_no}: not a case result ({exc})") from None
     if not out:
         raise ResultsError(f"{path}: holds no case results")
     return out
