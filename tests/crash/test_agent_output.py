@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from crashmatrix.harness.execution.output_cap import HEAD_BYTES, TAIL_BYTES
+
 pytestmark = pytest.mark.crash
 CLI = [sys.executable, "-m", "crashmatrix"]
 SECRET = "sk-test-1234567890"
@@ -118,8 +120,6 @@ sys.exit(1)
 
 
 def test_a_flooding_agents_output_is_capped_and_the_cut_is_said(tmp_path: Path) -> None:
-    from crashmatrix.harness.execution.output_cap import HEAD_BYTES, TAIL_BYTES
-
     pkg = tmp_path / "loudagent"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")

@@ -35,7 +35,7 @@ def test_a_line_the_disk_has_no_room_for_is_taken_back_and_the_file_is_named(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(results_module.os, "pwrite", full)
-    with pytest.raises(OSError) as caught:
+    with pytest.raises(OSError, match="No space left") as caught:
         writer.write(_result("a/03:x:y/kill"))
     monkeypatch.setattr(results_module.os, "pwrite", real)
     writer.close()
@@ -79,7 +79,7 @@ def test_an_atomic_replace_on_a_full_disk_names_its_file_and_leaves_the_old_one(
         yield "new"
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    with pytest.raises(OSError) as caught:
+    with pytest.raises(OSError, match="No space left") as caught:
         replace_file(path, chunks())  # type: ignore[arg-type]
     assert caught.value.filename == str(path)
     assert path.read_text() == "old\n"
