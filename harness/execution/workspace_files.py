@@ -37,17 +37,35 @@ def snapshot(root: Path) -> dict[str, str]:
             if stat.S_ISLNK(info.st_mode):
                 files[rel] = f"symlink -> {os.readlink(path)}"
             elif stat.S_ISREG(info.st_mode):
-                files[rel] = _read(path, info.st_size)
-            elif not stat.S_ISDIR(info.st_mode):
+                files[rel] = _read(path, info.st_size, info.st_mode)
+            elif stat.S_ISDIR(info.st_mode):
+                # A directory its owner cannot list (a tool's `chmod 000`) is skipped by the walk:
+                # say it is there, so a verdict does not read it as missing.
+                if info.st_mode & 0o500 != 0o500 and not _listable(path):
+                    files[rel] = f"<directory, mode {stat.S_IMODE(info.st_mode):04o}: not readable>"
+            else:
                 files[rel] = f"<{_kind(info.st_mode)}: not read>"
     return dict(sorted(files.items()))
 
 
-def _read(path: str, size: int) -> str:
+def _read(path: str, size: int, mode: int) -> str:
     if size > MAX_FILE_BYTES:
         return f"<{size} bytes: larger than {MAX_FILE_BYTES}, not read>"
-    with open(path, encoding="utf-8", errors="replace") as f:  # newlines as read_text gave them
-        return f.read()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:  # newlines as read_text gave them
+            return f.read()
+    except PermissionError:
+        # A tool's `chmod 000` (the harness runs as a normal user): a fact about the file,
+        # not the harness's failure.
+        return f"<{size} bytes, mode {stat.S_IMODE(mode):04o}: not readable>"
+
+
+def _listable(path: str) -> bool:
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_DIRECTORY))
+    except OSError:
+        return False
+    return True
 
 
 def _kind(mode: int) -> str:
