@@ -97,6 +97,13 @@ def readable(raw: RawOutput, env: Mapping[str, str] = os.environ) -> str:
     return last_lines(stable(redact(strip_terminal(text), env)))
 
 
+def last_line(raw: RawOutput, env: Mapping[str, str] = os.environ) -> str:
+    """The last non-blank line an incarnation printed, as a record keeps it (an error's message
+    ends a Python traceback), clipped to one line's worth."""
+    lines = [line for line in readable(raw, env).splitlines() if line.strip()]
+    return clip(lines[-1].strip(), 300, keep_end=False) if lines else ""
+
+
 def agent_output(obs: Observation, env: Mapping[str, str] = os.environ) -> list[dict[str, Any]]:
     """Per incarnation that printed anything, in order: {"incarnation": index, "tail": text}."""
     out: list[dict[str, Any]] = []

@@ -10,6 +10,7 @@ says the store is damaged; this says what that costs the user.
 from __future__ import annotations
 
 from crashmatrix.harness.records.observation import Observation
+from crashmatrix.harness.records.output_tail import last_line
 from crashmatrix.harness.records.violation import InvariantId, Violation
 from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import Scenario
@@ -74,6 +75,10 @@ def _cannot_complete(obs: Observation) -> Violation | None:
     if not still_open and (store_error is None or obs.transcript.runs):
         return None  # the agent closed its run (its verdict), or nothing says it is open
     failed = ", ".join(f"inc{inc.index} ({inc.command}) exited {inc.exit_code}" for inc in restarts)
+    # Why the first restart failed, in its own last words (an app that no longer loads, a
+    # factory that raised): the one line a reader needs to tell a lost run from a broken start.
+    said = last_line(restarts[0].output) if restarts[0].output is not None else ""
+    failed += f"; inc{restarts[0].index} said: {said}" if said else ""
     state = (f"the store cannot be read ({store_error})" if store_error is not None
              else f"run {', '.join(still_open)} is still open")
     how = "was killed" if crashed.killed else f"was given a faulty storage call ({crashed.injected})"
@@ -82,4 +87,4 @@ def _cannot_complete(obs: Observation) -> Violation | None:
         f"({failed}) and {state}; a crash must leave a state a restart can finish from"), {
         "cannot_complete": True, "crashed": crashed.index,
         "restarts": [{"incarnation": inc.index, "exit_code": inc.exit_code} for inc in restarts],
-        "store_error": store_error, "open_runs": still_open})
+        "last_words": said, "store_error": store_error, "open_runs": still_open})

@@ -9,7 +9,13 @@ from collections.abc import Callable
 import pytest
 
 from crashmatrix.harness.records.events import ProbeEvent
-from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Intrusion, Observation
+from crashmatrix.harness.records.observation import (
+    Delivery,
+    IncarnationRecord,
+    Intrusion,
+    Observation,
+    RawOutput,
+)
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.harness.verify import CHECKS, InvariantId, Violation, judge, verify
 from crashmatrix.harness.verify.checks import FROM_STORE
@@ -475,3 +481,16 @@ def test_a_malformed_request_message_is_a_violation_never_a_crash_of_the_check()
 
     violations = _continuation(_with_sent(obs, broken))
     assert violations, "a call the model could not have made is history the agent rewrote"
+
+
+def test_a_restart_that_cannot_load_the_app_is_named_with_its_last_words() -> None:
+    """W3: an app that no longer loads at recovery (a factory that raises) reads as a run that
+    cannot complete, with the error the restart printed, not only as an unmet expectation."""
+    obs = _restarts_all_fail(None)
+    obs.incarnations[1].output = RawOutput(
+        b"Traceback (most recent call last):\n  File \"graph.py\", line 70\n"
+        b"\x1b[31mRuntimeError: the graph factory exploded\x1b[0m\n\n")
+    stuck = [v for v in verify(obs, changelog_scenario()) if v.evidence.get("cannot_complete")]
+    assert [v.invariant for v in stuck] == [InvariantId.LIVENESS]
+    assert "inc2 said: RuntimeError: the graph factory exploded" in stuck[0].message
+    assert stuck[0].evidence["last_words"] == "RuntimeError: the graph factory exploded"
