@@ -31,7 +31,8 @@ from crashmatrix.harness.records.results import (
     DEFAULT_TIMEOUT_S,
     Verdict,
 )
-from crashmatrix.reports.compare import compare, render_html, render_markdown, render_terminal
+from crashmatrix.harness.verify import CHECKS
+from crashmatrix.reports.compare import compare, judged, render_html, render_markdown, render_terminal
 
 DEFAULT_OUT = "crashmatrix-compare"
 OUR_FILES = ("compare.md", "compare.html", "compare.json", "agents")
@@ -81,15 +82,19 @@ def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str
     _claim(out_dir, overwrite)
     results, not_run = run_agents(order, adapters, scenarios, selected, out_dir, black_box=black_box,
                                   jobs=jobs, timeout=timeout, spawn=spawn, printed=_printed_dirs(dirs))
-    cells = compare([s.name for s in scenarios], order, results, not_run)
+    # "held" next to "held" means as much as what each was judged on: every renderer says it.
+    judgements = {a: judged(a, results[a], list(CHECKS)) for a in order if results.get(a)}
+    cells = compare([s.name for s in scenarios], order, results, not_run, judgements)
+    shown = list(judgements.values())
     links = {a: f"agents/{folder_of(a)}/report.html" for a in order if results.get(a)}
-    (out_dir / "compare.md").write_text(render_markdown(cells), encoding="utf-8")
-    (out_dir / "compare.html").write_text(render_html(cells, links=links), encoding="utf-8")
+    (out_dir / "compare.md").write_text(render_markdown(cells, judgements=shown), encoding="utf-8")
+    (out_dir / "compare.html").write_text(render_html(cells, links=links, judgements=shown),
+                                          encoding="utf-8")
     data = {"agents": order, "scenarios": [s.name for s in scenarios],
-            "cells": [c.to_json() for c in cells]}
+            "cells": [c.to_json() for c in cells], "judged": [j.to_json() for j in shown]}
     (out_dir / "compare.json").write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n",
                                           encoding="utf-8")
-    click.echo(json.dumps(data, ensure_ascii=False) if as_json else render_terminal(cells))
+    click.echo(json.dumps(data, ensure_ascii=False) if as_json else render_terminal(cells, shown))
     click.echo(f"wrote {out_dir / 'compare.md'}, compare.html, compare.json, and each agent's run "
                f"under {out_dir / 'agents'}", err=True)
     if any(r.verdict is Verdict.ERROR for found in results.values() for r in found):

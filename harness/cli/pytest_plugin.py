@@ -176,10 +176,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 class CaseItem(pytest.Item):
-    def __init__(self, *, case: Case, scenario: Scenario, **kwargs: Any) -> None:
+    def __init__(self, *, case: Case, scenario: Scenario, crashes: int = 1, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.scenario = scenario
+        self.crashes = crashes  # the crash cases collected beside this scenario's recording
 
     def runtest(self) -> None:
         from crashmatrix.harness.cli.portable import portable_paths  # noqa: PLC0415
@@ -197,6 +198,14 @@ class CaseItem(pytest.Item):
                 lines.append(f"  {result.note}")
             lines.append(f"  reproduce: {result.repro}")
             raise CaseFailed("\n".join(lines))
+        if not self.case.schedule and not self.crashes:
+            # The recording held but gave no crash point: a green suite would prove nothing
+            # about recovery (issue 33, O1), so its one item fails and says why.
+            from crashmatrix.harness.records.uncrashed import uncrashed  # noqa: PLC0415
+
+            why = uncrashed([result]).get(result.scenario, "it gave no crash point")
+            raise CaseFailed(f"{result.case}: no case crashed anything: {why}, so nothing about "
+                             "recovery was tested")
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailed):
@@ -226,7 +235,8 @@ class MatrixCollector(pytest.Collector):
             if host.states is not None:
                 host.states.expect(cases)  # second-process cases of one recording share a host
             for case in [Case(scenario.name), *cases]:
-                yield CaseItem.from_parent(self, name=case.case_id, case=case, scenario=scenario)
+                yield CaseItem.from_parent(self, name=case.case_id, case=case, scenario=scenario,
+                                           crashes=len(cases))
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,

@@ -35,7 +35,7 @@ from crashmatrix.harness.cli.report import (
     say_completeness,
 )
 from crashmatrix.harness.cli.tools_table import tools_table
-from crashmatrix.harness.cli.verdict_exit import refused_files, uncrashed, verdict_exit
+from crashmatrix.harness.cli.verdict_exit import verdict_exit
 from crashmatrix.harness.enumeration import blackbox_cases, parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.crash_states import Tally
@@ -90,6 +90,7 @@ from crashmatrix.harness.records.run_record import (
     write_run,
 )
 from crashmatrix.harness.records.terminal_text import terminal_safe
+from crashmatrix.harness.records.uncrashed import refused_files, uncrashed
 from crashmatrix.harness.verify import CHECKS
 from crashmatrix.reports.facts import run_facts
 from crashmatrix.reports.terminal import render as render_summary
@@ -617,12 +618,9 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         click.echo(f"crashmatrix: note: scenario {name}: black-box made no crash point on {named}: "
                    "stored to from several threads, whose calls strace counts per thread, so no "
                    "call can be named that another run repeats", err=True)
-    idle = uncrashed(results) if shard_spec is None else {}
-    for name, why in idle.items():
-        click.echo(f"crashmatrix: error: scenario {name}: no case crashed anything: {why}, so "
-                   "nothing about recovery was tested", err=True)
-    if idle:
-        sys.exit(int(Exit.HARNESS))
+    # A shard may hold only a scenario's recording: its crash cases are other shards' (merge judges).
+    if shard_spec is None:
+        refuse_uncrashed(results)
     missing = coverage_failures(results, declared) if require_coverage else []
     if missing:
         click.echo(f"crashmatrix: error: {coverage_message(missing)}", err=True)
@@ -926,7 +924,18 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) ->
         click.echo(terminal_safe(render_summary(merged, str(out_dir / RESULTS_FILE), completeness, facts)))
     if completeness.state is Completion.INCOMPLETE:
         sys.exit(int(Exit.HARNESS))
+    refuse_uncrashed(merged)
     sys.exit(int(verdict_exit(merged)))
+
+
+def refuse_uncrashed(results: list[CaseResult]) -> None:
+    """Exit 3 when a scenario's matrix crashed nothing (issue 33, O1): saying why for each."""
+    idle = uncrashed(results)
+    for name, why in idle.items():
+        click.echo(f"crashmatrix: error: scenario {name}: no case crashed anything: {why}, so "
+                   "nothing about recovery was tested", err=True)
+    if idle:
+        sys.exit(int(Exit.HARNESS))
 
 
 COMMANDS = [run, list_, repro, merge_, report]

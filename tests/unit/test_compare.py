@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from crashmatrix.harness.records.results import CaseResult, Verdict
@@ -9,6 +10,7 @@ from crashmatrix.reports.compare import (
     CellStatus,
     cell,
     compare,
+    judged,
     render_html,
     render_markdown,
     render_terminal,
@@ -60,14 +62,14 @@ def test_held_inconclusive_and_not_run_cells() -> None:
 
 
 def test_the_renderers_show_each_cell_and_the_repro_of_each_one_that_did_not_hold() -> None:
-    cells = compare(["s"], ["durable", "messages-only"],
-                    {"durable": [result("s/none", Verdict.PASS)], "messages-only": BASELINE}, {})
+    held = [result("s/none", Verdict.PASS), result("s/01:a:b/kill", Verdict.PASS)]
+    cells = compare(["s"], ["durable", "messages-only"], {"durable": held, "messages-only": BASELINE}, {})
     text = render_terminal(cells)
-    assert "held (1)" in text
+    assert "held (2)" in text
     assert "violated 3/5: at-most-once, liveness, pairing, scenario-oracle" in text
     assert "reproduce: crashmatrix repro s/04:commit.after:m/kill --agent x" in text
     md = render_markdown(cells)
-    assert "| s | held (1) | violated 3/5: at-most-once, liveness, pairing, scenario-oracle |" in md
+    assert "| s | held (2) | violated 3/5: at-most-once, liveness, pairing, scenario-oracle |" in md
     assert "`crashmatrix repro s/04:commit.after:m/kill --agent x`" in md
 
 
@@ -94,3 +96,44 @@ def test_the_first_failing_case_counts_event_numbers_as_numbers() -> None:
     late = [result("s/100:commit.after:m/kill", Verdict.FAIL, "pairing"),
             result("s/99:commit.after:m/kill", Verdict.FAIL, "pairing")]
     assert cell("s", "a", late).first_case == "s/99:commit.after:m/kill"
+
+
+def test_a_matrix_that_crashed_nothing_is_no_held_cell() -> None:
+    """O1 in compare: only the crash-free recording ran (an agent whose probes never attach): the
+    cell is inconclusive and says why, in every renderer."""
+    only = [result("s/none", Verdict.PASS)]
+    cells = compare(["s"], ["detached"], {"detached": only}, {})
+    assert cells[0].status is CellStatus.INCONCLUSIVE
+    assert cells[0].reason is not None
+    assert cells[0].reason.startswith("no case crashed anything: its crash-free run reported no probe event")
+    assert "inconclusive: crashed nothing" in render_terminal(cells)
+    assert "s x detached: no case crashed anything" in render_terminal(cells)
+    assert "**s x detached**: no case crashed anything" in render_markdown(cells)
+    assert "no case crashed anything" in render_html(cells)
+
+
+def test_every_renderer_says_what_each_agent_was_not_judged_on() -> None:
+    """O2: "held" beside "held" says how many invariants each agent was not judged on, and the
+    renderers list which and why."""
+    registry = ["pairing", "one-writer", "at-most-once"]
+    full = [result("s/none", Verdict.PASS), result("s/01:a:b/kill", Verdict.PASS)]
+    for r in full:
+        r.exercised = ["pairing", "one-writer", "at-most-once"]
+    partial = [dataclasses.replace(r, not_applicable=[
+        {"invariant": "one-writer", "reason": "no 'concurrent' capability"}]) for r in full]
+    judgements = {"ours": judged("ours", full, registry), "theirs": judged("theirs", partial, registry)}
+    assert judgements["theirs"].judged == ("pairing", "at-most-once")
+    assert judgements["theirs"].unjudged == 1
+    assert judgements["ours"].unjudged == 0
+    cells = compare(["s"], ["ours", "theirs"], {"ours": full, "theirs": partial}, {}, judgements)
+    shown = list(judgements.values())
+    text = render_terminal(cells, shown)
+    assert "held (2)" in text
+    assert "held (2; 1 not judged)" in text
+    assert "theirs: 2 invariants judged" in text
+    assert "not judged: one-writer: no 'concurrent' capability" in text
+    md = render_markdown(cells, judgements=shown)
+    assert "held (2; 1 not judged)" in md
+    assert "one-writer" in md.split("## What each agent was judged on")[1]
+    page = render_html(cells, judgements=shown)
+    assert "not judged: one-writer: no &#x27;concurrent&#x27; capability" in page
