@@ -129,10 +129,11 @@ def _anchors(found: Sequence[FailureGroup], full: set[str]) -> dict[str, str]:
 
 def render(results: Sequence[CaseResult], declared: Sequence[str],
            completeness: Completeness | None = None, lines: LineCoverageRecord | None = None,
-           states: StatesRecord | None = None) -> str:
+           states: StatesRecord | None = None, notes: Sequence[str] = ()) -> str:
     """The whole page, in the order given (the caller sorts); no clock, no I/O, no URLs.
     `lines`: run.json's `line_coverage`, shown (total, link) when the run measured it; `states`:
-    its `crash_states`, shown when the run started cases from crash states."""
+    its `crash_states`, shown when the run started cases from crash states; `notes`: what the run
+    could not promise, at the top."""
     bad = [r for r in results if not r.ok]
     found = distinct_failures(results)
     full = drawn_in_full(found, MAX_TIMELINES)
@@ -144,6 +145,7 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
            "<title>crashmatrix report</title>", f"<style>{CSS}</style></head><body>",
            "<h1>crashmatrix</h1>", *_completeness(completeness),
+           *(f'<p class="run-note c-incomplete">{e(note)}</p>' for note in notes),
            f'<p id="totals">{len(results)} case(s): {counts}; {len(found)} distinct failure(s).</p>',
            *line_coverage(lines),
            *crash_states(states),

@@ -75,8 +75,9 @@ def _totals(results: Sequence[CaseResult]) -> dict[str, str]:
             "time": _seconds(sum(r.duration_ms for r in results))}
 
 
-def render(results: Sequence[CaseResult]) -> str:
-    """The JUnit document (UTF-8 text with its declaration); suites sorted by scenario name."""
+def render(results: Sequence[CaseResult], notes: Sequence[str] = ()) -> str:
+    """The JUnit document (UTF-8 text with its declaration); suites sorted by scenario name.
+    `notes`: what the run could not promise, a property of every suite (CI tools show those)."""
     root = ET.Element("testsuites", {"name": "crashmatrix", **_totals(results)})
     by_scenario: dict[str, list[CaseResult]] = {}
     for r in results:
@@ -84,9 +85,11 @@ def render(results: Sequence[CaseResult]) -> str:
     for name, rows in sorted(by_scenario.items()):
         suite = ET.SubElement(root, "testsuite", {"name": _xml_text(name), **_totals(rows)})
         na = not_applicable(rows)
-        if na:
+        if na or notes:
             # Not judged is not held: CI tools show suite properties next to the counts.
             props = ET.SubElement(suite, "properties")
+            for note in notes:
+                ET.SubElement(props, "property", {"name": "crashmatrix:note", "value": _xml_text(note)})
             for inv, why in na.items():
                 ET.SubElement(props, "property", {"name": f"not-applicable:{inv}", "value": _xml_text(why)})
         for r in rows:

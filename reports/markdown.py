@@ -165,7 +165,7 @@ def _crash_states(record: StatesRecord) -> list[str]:
 
 def render(results: Sequence[CaseResult], declared: Sequence[str],
            completeness: Completeness | None = None, lines: LineCoverageRecord | None = None,
-           *, linked: bool = True, states: StatesRecord | None = None) -> str:
+           *, linked: bool = True, states: StatesRecord | None = None, notes: Sequence[str] = ()) -> str:
     """The whole summary; always under MAX_BYTES, whatever the number of failures. `lines`:
     run.json's line coverage, said under the branch coverage and linked (relative to the folder
     the summary is written to, so the link holds wherever that folder is read: an unpacked CI
@@ -177,6 +177,7 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
     # Above the counts: "every case held" of a partial set must not read as a green run.
     line = completeness.line if completeness is not None else None
     warning = [f"**{_clip(line)}**", ""] if line else []
+    warning += [x for note in notes for x in (f"**{_clip(note)}**", "")]
     head = ["# crashmatrix", "", *warning,
             f"**{total}** cases: {held} held, {failed} violated, {nondet} nondeterministic, "
             f"{error} harness errors, {wrong} scenario errors — {verdict}.", "",

@@ -39,11 +39,13 @@ def canonical(results: Sequence[CaseResult]) -> list[CaseResult]:
 def render_all(results: Sequence[CaseResult], declared: Sequence[str],
                completeness: Completeness | None = None,
                lines: LineCoverageRecord | None = None,
-               states: StatesRecord | None = None) -> dict[ReportFile, str]:
+               states: StatesRecord | None = None,
+               notes: Sequence[str] = ()) -> dict[ReportFile, str]:
     ordered = canonical(results)
-    return {ReportFile.SUMMARY: markdown.render(ordered, declared, completeness, lines, states=states),
-            ReportFile.JUNIT: junit.render(ordered),
-            ReportFile.HTML: html.render(ordered, declared, completeness, lines, states)}
+    return {ReportFile.SUMMARY: markdown.render(ordered, declared, completeness, lines, states=states,
+                                                notes=notes),
+            ReportFile.JUNIT: junit.render(ordered, notes),
+            ReportFile.HTML: html.render(ordered, declared, completeness, lines, states, notes)}
 
 
 def _stage(out_dir: Path, name: str, text: str) -> Path:
@@ -76,7 +78,8 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
                   completeness: Completeness | None = None,
                   lines: LineCoverageRecord | None = None,
                   results_dir: Path | None = None,
-                  states: StatesRecord | None = None) -> list[Path]:
+                  states: StatesRecord | None = None,
+                  notes: Sequence[str] = ()) -> list[Path]:
     """Write summary.md, junit.xml and report.html into out_dir; return their paths.
 
     Every file is rendered and staged beside its target before any target is replaced, so a
@@ -87,10 +90,11 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
     come from run.json, so `report` rewrites the bytes `run` wrote. `results_dir`: the folder
     run.json is in, when not `out_dir` (the link to the line coverage is made relative to
     `out_dir`). The step summary's copy names that path
-    instead of linking it: the job page is not beside the files.
+    instead of linking it: the job page is not beside the files. `notes`: what the run could not
+    promise (run_record.run_notes), said at the top of each file.
     """
     lines = relative_to_reports(lines, results_dir, out_dir)
-    rendered = render_all(results, declared, completeness, lines, states)
+    rendered = render_all(results, declared, completeness, lines, states, notes)
     out_dir.mkdir(parents=True, exist_ok=True)
     staged: dict[Path, Path] = {}
     try:

@@ -20,8 +20,16 @@ from crashmatrix.harness.cli.exitcodes import Exit
 from crashmatrix.harness.cli.report import load_results
 from crashmatrix.harness.cli.run import _fsync, _runner_config
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
+from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.records.results import RESULTS_FILE, CaseResult, ResultsWriter
-from crashmatrix.harness.records.run_record import RUN_FILE, RunEnd, RunOptions, RunRecord, write_run
+from crashmatrix.harness.records.run_record import (
+    RUN_FILE,
+    RunEnd,
+    RunOptions,
+    RunRecord,
+    run_notes,
+    write_run,
+)
 from crashmatrix.reports.write import write_reports
 from crashmatrix.scenarios.model import Scenario
 
@@ -80,14 +88,15 @@ def run_agents(order: Sequence[str], adapters: Mapping[str, Adapter], scenarios:
             writer.close()
         found = load_results(folder / RESULTS_FILE) if (folder / RESULTS_FILE).stat().st_size else []
         results[a] = found
-        write_run(folder / RUN_FILE, RunRecord(
-            declared_branches=tuple(adapter.declared_branches()), options=options,
+        agent_run = RunRecord(
+            declared_branches=tuple(adapter.declared_branches()), options=options, network_exposed=exposure(),
             done=len(found), complete=not interrupted,
             ended=RunEnd.INTERRUPTED if interrupted else RunEnd.FINISHED,
             expected=None if interrupted else {s.name: sum(1 for r in found if r.scenario == s.name)
-                                               for s in runnable}))
+                                               for s in runnable})
+        write_run(folder / RUN_FILE, agent_run)
         if found:
-            write_reports(found, folder, list(adapter.declared_branches()))
+            write_reports(found, folder, list(adapter.declared_branches()), notes=run_notes(agent_run))
         if interrupted:
             click.echo(f"crashmatrix {command}: interrupted during {a}; what finished is in {folder}",
                        err=True)

@@ -27,6 +27,7 @@ from crashmatrix.harness.records.run_record import (
     judge,
     read_run,
     run_file_for,
+    run_notes,
 )
 from crashmatrix.reports.coverage import unreached
 from crashmatrix.reports.write import write_reports
@@ -174,7 +175,8 @@ def report(source: str, out: str | None, require_coverage: bool) -> None:
                             completeness=completeness,
                             lines=record.line_coverage if record is not None else None,
                             results_dir=path.parent,
-                            states=record.crash_states if record is not None else None)
+                            states=record.crash_states if record is not None else None,
+                            notes=run_notes(record))
     for p in written:
         click.echo(f"wrote {p}")
     missing = coverage_failures(results, declared)

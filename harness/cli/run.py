@@ -42,6 +42,7 @@ from crashmatrix.harness.execution.crash_states import Tally
 from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path
 from crashmatrix.harness.execution.line_coverage import IMPORTS_DATA, combine_and_report
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
+from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
@@ -87,6 +88,7 @@ from crashmatrix.harness.records.run_record import (
     judge,
     read_run,
     run_file_for,
+    run_notes,
     write_run,
 )
 from crashmatrix.harness.records.terminal_text import terminal_safe
@@ -510,7 +512,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     declared = list(adapter.declared_branches())
     # Written first, marked incomplete: a run that never gets to say it finished stays incomplete.
     started = RunRecord(declared_branches=tuple(declared), options=options,
-                        known=previous.known if previous else None, done=len(saved), complete=False)
+                        known=previous.known if previous else None, done=len(saved), complete=False,
+                        network_exposed=exposure())
     write_run(out_dir / RUN_FILE, started)
     writer = ResultsWriter(out_dir / RESULTS_FILE, append=resume)
     progress = Progress()
@@ -596,7 +599,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     completeness = judge(ended, results)
     reports = (write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None,
                              completeness=completeness, lines=ended.line_coverage,
-                             states=ended.crash_states) if results else [])
+                             states=ended.crash_states, notes=run_notes(ended)) if results else [])
     files = [out_dir / RESULTS_FILE, out_dir / RUN_FILE, *reports,
              *([lines.html_dir / "index.html"] if lines is not None else [])]
     facts = run_facts(results, list(CHECKS), declared, depth, files, time.monotonic() - began,
@@ -870,7 +873,9 @@ def _merged_record(inputs: list[_Input], merged: list[CaseResult]) -> RunRecord 
     return RunRecord(declared_branches=first.declared_branches, options=replace(first.options, shard=None),
                      expected=None if expected is None else dict(expected),
                      known=sum(max(record.known or 0, len(i.results)) for i, record in described),
-                     done=len(merged), complete=complete, shards=shards)
+                     done=len(merged), complete=complete, shards=shards,
+                     network_exposed=next((r.network_exposed for _, r in described if r.network_exposed),
+                                          None))
 
 
 @click.command("merge")

@@ -29,10 +29,33 @@ IFREQ = "16sh22x"  # struct ifreq: the name, the flags, padding to 40 bytes
 NETWORK_ENV = "CRASHMATRIX_NETWORK"  # "host": keep the machine's network
 
 
+_why_not: str | None = None  # why `isolate` could not isolate this process, when it could not
+
+
 def isolate() -> str | None:
     """Move this process into a new network namespace with only loopback, up. None when done;
     else why not (the caller says it). Call before any thread starts (a user namespace cannot
     be entered by a process with threads)."""
+    global _why_not
+    _why_not = _isolate()
+    return _why_not
+
+
+def exposure() -> str | None:
+    """What the agents this process starts can reach beyond loopback, and why; None when this
+    process's network namespace has no interface but loopback (what a report may then say is
+    isolated is observed here, not assumed from a call made earlier)."""
+    try:
+        names = sorted(name for _, name in socket.if_nameindex() if name != "lo")
+    except OSError as exc:
+        return f"its network interfaces could not be listed ({exc})"
+    if not names:
+        return None
+    why = _why_not or "the command was not isolated (started other than as `crashmatrix`)"
+    return f"agents shared this machine's network (interfaces {', '.join(names)}): {why}"
+
+
+def _isolate() -> str | None:
     if os.environ.get(NETWORK_ENV) == "host":
         return f"{NETWORK_ENV}=host keeps the machine's network"
     if not sys.platform.startswith("linux"):

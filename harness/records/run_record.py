@@ -152,6 +152,9 @@ class RunRecord:
     line_coverage: LineCoverageRecord | None = None  # set by `run --line-coverage` when it measured
     # Set by `run --states`. Not under "states", the key of the option (true or false).
     crash_states: StatesRecord | None = None
+    # What the agents could reach beyond the fakes, and why (harness/execution/netns.py): None
+    # when their network namespace had loopback only, or for a run.json older than the field.
+    network_exposed: str | None = None
 
     @property
     def expected_total(self) -> int | None:
@@ -169,6 +172,7 @@ class RunRecord:
             "expected": None if self.expected is None else dict(self.expected),
             "expected_total": self.expected_total, "known": self.known, "done": self.done,
             "complete": self.complete, "ended": None if self.ended is None else self.ended.value,
+            "network_exposed": self.network_exposed,
         }
         if self.line_coverage is not None:
             data["line_coverage"] = self.line_coverage.to_json()
@@ -219,7 +223,8 @@ class RunRecord:
             shards=None if merged is None else _shards(merged, path),
             format=get("format", _is_int, "an integer") or 1,
             line_coverage=None if lines is None else _line_coverage(lines, path),
-            crash_states=None if crash_states is None else _crash_states(crash_states, path))
+            crash_states=None if crash_states is None else _crash_states(crash_states, path),
+            network_exposed=get("network_exposed", _is_str, "a string, or null"))
         if record.complete and record.expected is None:
             raise RunFileError(f"{path}: complete is true, but expected gives no case counts")
         return record
@@ -312,6 +317,15 @@ def _crash_states(data: dict[str, Any], path: Path) -> StatesRecord:
 def run_file_for(results_path: Path) -> Path:
     """The run.json that describes a results file: the one beside it."""
     return results_path.parent / RUN_FILE
+
+
+def run_notes(record: RunRecord | None) -> list[str]:
+    """What every report of a run says above its counts, beside its completeness: what the run
+    could not promise (agents not isolated from the network)."""
+    if record is None or record.network_exposed is None:
+        return []
+    return [f"Agents were not network-isolated: {record.network_exposed}. They could reach "
+            "whatever this machine can, real endpoints with real keys included."]
 
 
 def read_run(path: Path) -> RunRecord | None:

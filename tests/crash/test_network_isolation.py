@@ -41,6 +41,10 @@ def test_an_agent_sees_only_its_own_loopback(tmp_path: Path) -> None:
     assert seen["interfaces"] == ["lo"]
     assert seen["test_port"] == "ConnectionRefusedError", "a port outside its namespace was reached"
     assert "not network-isolated" not in done.stderr
+    out = tmp_path / "out"
+    assert json.loads((out / "run.json").read_text(encoding="utf-8"))["network_exposed"] is None
+    for name in ("summary.md", "report.html", "junit.xml"):
+        assert "not network-isolated" not in (out / name).read_text(encoding="utf-8"), name
 
 
 def test_the_machines_network_is_kept_when_asked_and_said(tmp_path: Path) -> None:
@@ -48,3 +52,16 @@ def test_the_machines_network_is_kept_when_asked_and_said(tmp_path: Path) -> Non
     assert seen["netns"] == os.readlink("/proc/self/ns/net")
     assert seen["test_port"] == "connected"
     assert "agents are not network-isolated: CRASHMATRIX_NETWORK=host" in done.stderr
+    # Said in every report too, and again when `report` rewrites them from run.json.
+    out = tmp_path / "out"
+    exposed = json.loads((out / "run.json").read_text(encoding="utf-8"))["network_exposed"]
+    assert "CRASHMATRIX_NETWORK=host keeps the machine's network" in exposed
+    reports = ("summary.md", "report.html", "junit.xml")
+    for name in reports:
+        assert "Agents were not network-isolated: agents shared" in (out / name).read_text(encoding="utf-8")
+        (out / name).unlink()
+    again = subprocess.run([sys.executable, "-m", "crashmatrix", "report", str(out)], check=False,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode in (0, 1), again.stderr[-3000:]
+    for name in reports:
+        assert "Agents were not network-isolated: agents shared" in (out / name).read_text(encoding="utf-8")

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from crashmatrix.harness.cli.verdict_exit import uncrashed
 from crashmatrix.harness.enumeration import blackbox_cases
 from crashmatrix.harness.execution.blackbox import kill_args, landed, store_points
 from crashmatrix.harness.execution.fs_trace import parse
@@ -20,6 +19,7 @@ from crashmatrix.harness.faults.torn import TORN
 from crashmatrix.harness.records.blackbox_points import refused
 from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
 from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.uncrashed import uncrashed
 from crashmatrix.harness.records.violation import InvariantId as Id
 from crashmatrix.harness.verify import judge
 from crashmatrix.harness.verify.checks import FROM_PROBES, PARTLY_FROM_PROBES

@@ -92,7 +92,9 @@ def good_reports(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
     (None, "no such results file"),
     ("", "holds no case results"),
     ("\n  \n", "holds no case results"),
-    ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass"}\n\n{"case": "b/n',
+    # A cut line with lines after it is damage (a last line without its newline is a write a
+    # stopped run tore: no result, read past; tests/unit/test_results_full_disk.py).
+    ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "pass"}\n\n{"case": "b/n\n',
      "line 3: not a case result"),
     ('{"case": "a/none", "scenario": "a", "depth": 0, "verdict": "maybe"}\n', "line 1: not a case result"),
     ('\n[1, 2]\n', "line 2: not a case result"),
