@@ -97,6 +97,9 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         note = ("the agent ran with --fsync off, so a power loss kept none of what it wrote since its "
                 "last sync: acknowledged commits included; visibly unsafe (run with --fsync on)"
                 + (f"; {note}" if note else ""))
+    if verdict is not Verdict.PASS and obs.scratch_low:
+        # First: a full disk explains failures no agent could avoid (issue 33, W2).
+        note = obs.scratch_low + (f"; {note}" if note else "")
     # Scrubbed like the evidence: a message may quote a scratch path (the case tree's, which
     # differs from run to run) or a duration from a tool's output; a case's record must not.
     violations = scrubbed([v.to_json() for v in found])

@@ -45,6 +45,7 @@ from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
+from crashmatrix.harness.execution.scratch_watch import watches
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.execution.trees import remove_tree
@@ -616,6 +617,14 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         sys.exit(int(Exit.HARNESS))
     if any(r.verdict is Verdict.ERROR for r in results):
         sys.exit(int(Exit.HARNESS))
+    for w in watches():
+        if w.cases_low:
+            biggest = (f"; the largest case tree measured then was {w.biggest[0]}'s, {w.biggest[1]} bytes"
+                       if w.biggest else "")
+            click.echo(f"crashmatrix: note: the scratch filesystem {w.path} ran low on space during "
+                       f"{w.cases_low} case(s){biggest}: cases running at the same time share it, so "
+                       "one agent filling it fails another's writes (each such case's note says so)",
+                       err=True)
     for name, threaded in refused_files(results).items():
         named = ", ".join(f"{f} ({n} calls)" for f, n in sorted(threaded.items()))
         click.echo(f"crashmatrix: note: scenario {name}: black-box made no crash point on {named}: "

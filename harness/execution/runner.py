@@ -36,6 +36,7 @@ from crashmatrix.harness.execution.incarnation import (
 )
 from crashmatrix.harness.execution.intruder import FrozenIncarnation
 from crashmatrix.harness.execution.observed import ObservedKill, TracedSpawner, image_of
+from crashmatrix.harness.execution.scratch_watch import low_note, tree_bytes, watch
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.execution.states import Settled, Snapshot, key, settle_key, take
 from crashmatrix.harness.execution.trees import any_nonempty_file, remove_tree
@@ -174,6 +175,7 @@ class CaseRunner:
         frozen at each of the chain's points in turn (`--states`, freeze_chain.py)."""
         cfg = self.config
         self._check_supported(case, scenario)
+        began = time.monotonic()
         # Restored from a snapshot, its fault applied, by the caller (crash_states), or made here.
         case_dir = start.case_dir if start is not None else cfg.work_root / case_dir_name(case)
         workspace, session = case_dir / "ws", case_dir / "session"
@@ -272,6 +274,7 @@ class CaseRunner:
         has_store = Capability.STORE in cfg.adapter.capabilities
         transcript = cfg.adapter.read_transcript(spec) if has_store else Transcript()
         after = snapshot(workspace)
+        scratch_low = self._scratch_low(case, case_dir, began)
         if not cfg.keep:
             remove_tree(case_dir)
         return Observation(
@@ -290,7 +293,19 @@ class CaseRunner:
             declared_not_applicable=dict(getattr(cfg.adapter, "not_applicable", {})),
             probes=probes,
             downstream=downstream,
+            scratch_low=scratch_low,
         )
+
+    def _scratch_low(self, case: Case, case_dir: Path, began: float) -> str | None:
+        """Why this case's writes may have failed for want of space, when the shared scratch
+        filesystem ran low while it ran (scratch_watch.py); its own tree's size beside it."""
+        scratch = watch(os.fspath(self.config.work_root))
+        low = scratch.lowest_since(began)
+        if low is None:
+            return None
+        size = tree_bytes(os.fspath(case_dir))
+        scratch.measured(case.case_id, size)
+        return low_note(low, size)
 
     def spec_for(self, case_dir: Path, scenario: Scenario) -> LaunchSpec:
         """The spec of an incarnation in `case_dir`, before any restart policy applies (`_command`),

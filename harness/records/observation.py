@@ -195,6 +195,9 @@ class Observation:
     declared_not_applicable: dict[str, str] = field(default_factory=dict)
     # What the scenario's downstream services received, in arrival order (docs/downstream.md).
     downstream: list[DownstreamRequest] = field(default_factory=list)
+    # Set when the scratch filesystem the case ran on was low on space while it ran (its writes
+    # may have failed for another case's doing): said beside a verdict that did not hold.
+    scratch_low: str | None = None
 
     def all_events(self) -> list[tuple[int, ProbeEvent]]:
         return [(inc.index, e) for inc in self.incarnations for e in inc.events]

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.bash_scenario import bash_then_append
+
 pytestmark = pytest.mark.crash
 CLI = f"{sys.executable} -m crashmatrix"
 SCRIPT = """
@@ -64,3 +66,39 @@ def test_a_full_out_is_exit_3_and_what_was_written_resumes(tmp_path: Path) -> No
     assert sorted(r["case"] for r in final) == sorted(listed)
     assert {r["case"] for r in saved} <= {r["case"] for r in final}
     assert all(r["verdict"] == "pass" for r in final)
+
+
+FILLER = """
+set -u
+mount -t tmpfs -o size=40m tmpfs "$MNT"
+CRASHMATRIX_TMPDIR="$MNT" {cli} run --scenarios "$SCEN" --scenario filler --out "$LOG/o" \\
+    > "$LOG/run.out" 2> "$LOG/run.err"
+echo $? > "$LOG/run.rc"
+"""
+
+
+def test_a_case_whose_scratch_filesystem_filled_says_so(tmp_path: Path) -> None:
+    """W2: cases share one scratch filesystem; an agent that fills it fails its own and others'
+    writes, and the record of a case that ran while it was full says so (with its tree's size),
+    as does the run."""
+    why = _namespaces()
+    if why is not None:
+        pytest.skip(f"a small filesystem needs a mount namespace: {why}")
+    mnt, log, scen = tmp_path / "mnt", tmp_path / "log", tmp_path / "scen"
+    for d in (mnt, log, scen):
+        d.mkdir()
+    (scen / "filler.toml").write_text(bash_then_append(
+        "a full disk", "head -c 50000000 /dev/zero > fill.bin; head -c 9000 /dev/zero | tr '\\0' x; echo"))
+    subprocess.run(["unshare", "-rm", "sh", "-c", FILLER.format(cli=CLI)], check=True, timeout=600,
+                   env={"PATH": "/usr/bin:/bin", "MNT": str(mnt), "LOG": str(log), "SCEN": str(scen),
+                        "HOME": str(tmp_path)})
+    err = (log / "run.err").read_text()
+    assert (log / "run.rc").read_text().strip() == "1", err[-3000:]
+    records = [json.loads(line) for line in (log / "o" / "results.jsonl").read_text().splitlines()]
+    failed = [r for r in records if r["verdict"] != "pass"]
+    assert failed
+    for r in failed:
+        assert r["note"].startswith("the scratch filesystem ($SCRATCH) had only "), r["note"]
+        assert "this case's tree held" in r["note"]
+    assert "the scratch filesystem ($SCRATCH) had only" in (log / "o" / "summary.md").read_text()
+    assert "ran low on space during 1 case(s); the largest case tree measured then was filler/none's" in err

@@ -12,52 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.bash_scenario import bash_then_append
+
 pytestmark = pytest.mark.crash
 NO_OVERRIDE = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
 
-SCENARIO = '''
-description = "the agent's tool leaves {what}"
-task = "Prepare the workspace, then append 'x' to CHANGELOG.md."
 
-[workspace]
-"CHANGELOG.md" = "# Changelog\\n\\n"
-
-[tools]
-enabled = ["read", "append_note", "bash"]
-
-[[script]]
-name = "prepare"
-when = {{ turns = 0 }}
-reply.tool_calls = [{{ tool = "bash", args = {{ command = "{command}" }} }}]
-
-[[script]]
-name = "append"
-when = {{ last_turn = {{ bash = ["ok", "error", "unknown"] }} }}
-reply.tool_calls = [{{ tool = "append_note", args = {{ path = "CHANGELOG.md", line = "x" }} }}]
-
-[[script]]
-name = "check"
-when = {{ last_turn = {{ append_note = "unknown" }} }}
-reply.tool_calls = [{{ tool = "read", args = {{ path = "CHANGELOG.md" }} }}]
-
-[[script]]
-name = "append-if-missing"
-when = {{ last_turn = {{ "read:CHANGELOG.md" = "ok" }}, lacks = {{ "read:CHANGELOG.md" = "x" }} }}
-reply.tool_calls = [{{ tool = "append_note", args = {{ path = "CHANGELOG.md", line = "x" }} }}]
-
-[[script]]
-name = "done"
-when = {{ min_turns = 1 }}
-reply.final = "done"
-
-[expect]
-outcome = "completed"
-
-[[expect.lines]]
-path = "CHANGELOG.md"
-line = "x"
-count = 1
-'''
 SCENARIOS = {
     "unreadable-file": ("a mode-000 file", "echo secret > unreadable; chmod 000 unreadable; echo prepared"),
     "unreadable-dir": ("a mode-000 directory",
@@ -84,7 +44,7 @@ def test_a_mode_000_file_or_directory_leaves_the_run_standing(tmp_path: Path, op
     folder = tmp_path / "scenarios"
     folder.mkdir()
     for name, (what, command) in SCENARIOS.items():
-        (folder / f"{name}.toml").write_text(SCENARIO.format(what=what, command=command))
+        (folder / f"{name}.toml").write_text(bash_then_append(what, command))
     out = tmp_path / "out"
     proc = subprocess.run(
         [*NO_OVERRIDE, sys.executable, "-m", "crashmatrix", "run", "--scenarios", str(folder),
