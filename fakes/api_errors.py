@@ -130,9 +130,32 @@ def length_required() -> ApiError:
                   "Transfer-Encoding: chunked)", "invalid_request_error")
 
 
+def _size(n: int) -> str:
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale and n % scale == 0:
+            return f"{n} bytes ({n // scale} {unit})"
+    return f"{n} bytes"
+
+
 def body_too_large(limit: int) -> ApiError:
-    return _error(413, f"crashmatrix fake provider: the request body is larger than {limit} "
-                  "bytes", "invalid_request_error")
+    return _error(413, f"crashmatrix fake provider: the request body is larger than {_size(limit)}"
+                  ", the most this server accepts", "invalid_request_error")
+
+
+def too_many_values(limit: int) -> ApiError:
+    # Small in bytes but costly to parse (millions of tiny arrays): refused as too large, before
+    # it is parsed.
+    return _error(413, "crashmatrix fake provider: the request body holds more than "
+                  f"{limit} JSON arrays and objects, the most this server parses",
+                  "invalid_request_error")
+
+
+def overloaded(limit: int) -> ApiError:
+    # What other clients' unfinished bodies already hold leaves no room for this one: a 503, as a
+    # front end gives when it sheds load; OpenAI's clients retry it.
+    return _error(503, "crashmatrix fake provider: request bodies being received already hold "
+                  f"close to {_size(limit)}, the most this server holds at once; retry shortly",
+                  "server_error")
 
 
 def request_timeout() -> ApiError:

@@ -7,6 +7,7 @@ import dataclasses
 import email.utils
 import http
 import json
+import math
 import re
 import selectors
 import socket
@@ -20,19 +21,37 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from crashmatrix.fakes import api_errors
+from crashmatrix.fakes.offload import Worker
 
 # Why one loop and no thread per request: a request costs the fake ~50 us of its own work, and a
 # thread per connection cost ten times that (start, switch, join), which the harness paid in its
 # own process for every request of every case. Nothing here blocks: a slow client, a held
 # (timeout fault) response and an idle kept-alive connection are each just a deadline in the loop,
 # so none of them delays another case's requests.
-MAX_BODY = 64 * 1024 * 1024
-# A read or write that makes no progress this long ends the connection (a client gone quiet).
+#
+# What one client may cost the others is bounded too. A body over MAX_BODY is refused (413) from
+# its Content-Length (or chunk size) alone, before any of it is read: the limit once was 64 MB,
+# and one 34 MB body of tiny JSON arrays held the loop for 38 s at 1.7 GB while every other case
+# waited. 8 MiB is far above an agent's request (a long history with its tool schemas is a few
+# hundred KB); a server or a test that needs more says so (Server(max_body=...),
+# FakeProvider(max_body=...)). And a body big enough that handling it takes a while (parsing it)
+# can be handled on a worker thread beside the loop (Server(offload_over=...)).
+MAX_BODY = 8 * 1024 * 1024
+# All the bodies being received at once, counted by their announced sizes: a body that would
+# take the total past this is refused (503) from its header, so clients that send big bodies and
+# stall can hold no more memory than this together. Bodies of _SMALL_BODY or less are always let
+# in (an agent's ordinary request is never refused because others hog the budget); those are
+# bounded by the number of connections.
+MAX_HELD = 8 * MAX_BODY
+_SMALL_BODY = 64 * 1024
+# A read or write that makes no progress this long ends the connection (a client gone quiet); a
+# request cut off in its body is answered 408 and what it sent is dropped. Read at each use
+# unless the server was given its own (Server(socket_timeout_s=...)), so a test can lower it.
 SOCKET_TIMEOUT_S = 5.0
 # Bounds the whole reading of a request (request line, headers, body): the socket timeout alone
 # restarts on every byte, so a client dripping one byte a second would hold its connection
 # forever. A loopback client sends a whole request in milliseconds; 10 s leaves room for a loaded
-# machine and a 64 MB body. Read at each request, so a test can lower it.
+# machine and a body of MAX_BODY. Read at each request, as SOCKET_TIMEOUT_S is.
 REQUEST_DEADLINE_S = 10.0
 # A kept-alive connection may wait this long for its next request. Long on purpose: a client that
 # sends on an idle connection just as the server closes it sees a failure it cannot tell from a
@@ -101,13 +120,17 @@ class _Phase(Enum):
     BODY = 2  # reading the body the head announced
     HOLD = 3  # a held reply: nothing is sent until `until`
     LINGER = 4  # the last answer is out: reading and dropping input until EOF or `until`
+    # The worker runs the handler on a big body; the socket is out of the selector meanwhile (what
+    # the client sends next waits in the kernel), and no deadline runs: the handler is bounded.
+    WORK = 5
 
 
 class _Chunked:
     """Decodes a chunked body as its bytes arrive (RFC 9112 7.1)."""
 
-    def __init__(self, max_body: int) -> None:
+    def __init__(self, max_body: int, reserve: Callable[[int], None]) -> None:
         self.max_body = max_body
+        self.reserve = reserve  # takes each chunk's size from the server's budget, or raises
         self.body = bytearray()
         self.left = -1  # bytes of the current chunk still to come; -1: a size line is next
         self.trailers = False
@@ -147,6 +170,7 @@ class _Chunked:
                         # Before the chunk is read.
                         raise _Refused(api_errors.body_too_large(self.max_body))
                     else:
+                        self.reserve(length)  # before the chunk is read, too
                         self.left = length
         finally:
             del buf[:pos]
@@ -164,14 +188,16 @@ def _line(buf: bytearray, pos: int) -> bytes | None:
 class _Conn:
     """One client connection and where its current request stands."""
 
-    def __init__(self, sock: socket.socket, now: float) -> None:
+    def __init__(self, sock: socket.socket, now: float, deadline_s: float,
+                 socket_timeout_s: float) -> None:
         self.sock = sock
         self.inbuf = bytearray()
         self.out = bytearray()
         self.phase = _Phase.HEAD
         # The first request's deadline runs from the accept, as a connection that never sends is
         # not an idle kept-alive one; later requests' run from their first byte.
-        self.deadline: float | None = now + REQUEST_DEADLINE_S
+        self.deadline: float | None = now + deadline_s
+        self.socket_timeout_s = socket_timeout_s
         self.last_io = now  # the last progress of a read (while reading) or a write (writing)
         self.until = 0.0  # the end of a hold or linger
         self.eof = False
@@ -188,27 +214,41 @@ class _Conn:
         self.length = 0
         self.chunked: _Chunked | None = None
         self.held: Reply | None = None
+        self.reserved = 0  # bytes of the server's body budget this request holds
 
     def expiry(self) -> float:
+        if self.phase is _Phase.WORK:
+            return math.inf
         if self.out:
-            return self.last_io + SOCKET_TIMEOUT_S
+            return self.last_io + self.socket_timeout_s
         if self.phase is _Phase.HOLD or self.phase is _Phase.LINGER:
             return self.until
         if self.deadline is None:
             return self.last_io + KEEPALIVE_IDLE_S
-        return min(self.deadline, self.last_io + SOCKET_TIMEOUT_S)
+        return min(self.deadline, self.last_io + self.socket_timeout_s)
 
 
 class Server:
     """Serves `handler` on `address` from serve_forever(), until stop(); keeps connections alive.
 
     The handler runs on the loop's thread, so it must not block: a reply to hold is returned with
-    `hold_s` and the loop holds it.
+    `hold_s` and the loop holds it. With `offload_over`, a request whose body is bigger runs the
+    handler on a worker thread instead (one at a time, in arrival order), so parsing it delays no
+    one else; that handler must then be thread-safe. A timeout left None is the module's constant
+    (SOCKET_TIMEOUT_S, REQUEST_DEADLINE_S) as it is at each use.
     """
 
-    def __init__(self, address: tuple[str, int], handler: Handler, max_body: int = MAX_BODY) -> None:
+    def __init__(self, address: tuple[str, int], handler: Handler, max_body: int = MAX_BODY, *,
+                 max_held: int = MAX_HELD, socket_timeout_s: float | None = None,
+                 request_deadline_s: float | None = None, offload_over: int | None = None) -> None:
         self._handler = handler
         self._max_body = max_body  # a bigger body is refused (413) before it reaches the handler
+        self._max_held = max_held
+        self._held = 0  # the bytes reserved by the bodies being received or handled
+        self._socket_timeout_s = socket_timeout_s
+        self._request_deadline_s = request_deadline_s
+        self._offload_over = offload_over
+        self._worker: Worker[_Conn, Request, Reply] = Worker(handler, self.wake, "http1-worker")
         self._conns: dict[int, _Conn] = {}
         self._stopping = False
         self._date = (0, "")
@@ -235,6 +275,13 @@ class Server:
     def service_actions(self) -> None:
         """Called once per turn of the loop (as socketserver does); a seam for tests."""
 
+    @property
+    def held_bytes(self) -> int:
+        """The bytes of request bodies held now, received or still to come (by their announced
+        sizes), over every connection: 0 once no request is being received or handled. Written on
+        the loop's thread only; any thread may read it."""
+        return self._held
+
     def stop(self) -> None:
         """Ask the loop to end; it closes every connection and socket on its way out."""
         self._stopping = True
@@ -251,8 +298,9 @@ class Server:
                 self.service_actions()
                 now = time.monotonic()
                 timeout = None
-                if self._conns:
-                    timeout = max(0.0, min(c.expiry() for c in self._conns.values()) - now)
+                soonest = min((c.expiry() for c in self._conns.values()), default=math.inf)
+                if soonest < math.inf:  # only connections at work: sleep until the worker wakes us
+                    timeout = max(0.0, soonest - now)
                 events = self._selector.select(timeout)
                 now = time.monotonic()
                 for key, mask in events:
@@ -263,14 +311,20 @@ class Server:
                             self._wake_r.recv(64)
                     elif isinstance(key.data, _Conn):
                         self._event(key.data, mask, now)
+                for conn, reply in self._worker.done():
+                    self._worked(conn, reply, now)
                 for conn in [c for c in self._conns.values() if c.expiry() <= now]:
                     self._guarded(conn, self._expire, now)
         finally:
             for conn in list(self._conns.values()):
                 self._close(conn)
+            self._worker.stop()
             self._selector.close()
             for sock in (self._listener, self._wake_r, self._wake_w):
                 sock.close()
+
+    def _deadline_s(self) -> float:
+        return REQUEST_DEADLINE_S if self._request_deadline_s is None else self._request_deadline_s
 
     # -- events ------------------------------------------------------------------------------
     def _accept(self, now: float) -> None:
@@ -284,7 +338,8 @@ class Server:
             sock.setblocking(False)
             # Each answer goes out in one write; no reason to wait for the client's ACK first.
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            conn = _Conn(sock, now)
+            conn = _Conn(sock, now, self._deadline_s(),
+                         SOCKET_TIMEOUT_S if self._socket_timeout_s is None else self._socket_timeout_s)
             self._conns[sock.fileno()] = conn
             self._selector.register(sock, selectors.EVENT_READ, conn)
 
@@ -342,8 +397,8 @@ class Server:
         """Serve every complete request the buffer holds, in order, then wait for the right event."""
         while not conn.closed and not conn.out and self._step(conn, now):
             pass
-        if conn.closed:
-            return
+        if conn.closed or conn.phase is _Phase.WORK:
+            return  # at work: out of the selector, and an EOF waits for the answer (_worked)
         if conn.eof and not conn.out:
             self._close(conn)  # the client is done sending, and has every answer it can get
             return
@@ -378,7 +433,7 @@ class Server:
         if not buf:
             return False
         if conn.deadline is None:
-            conn.deadline = now + REQUEST_DEADLINE_S  # a kept-alive connection's next request
+            conn.deadline = now + self._deadline_s()  # a kept-alive connection's next request
         found = _HEAD_END.search(buf, conn.scan)
         if found is None:
             conn.scan = max(0, len(buf) - 3)
@@ -438,7 +493,7 @@ class Server:
             if codings.split(",")[-1].strip().lower() != "chunked":
                 raise _Refused(api_errors.bad_framing(
                     f"unsupported Transfer-Encoding {codings!r}"))
-            conn.chunked = _Chunked(self._max_body)
+            conn.chunked = _Chunked(self._max_body, lambda size: self._reserve(conn, size))
             return
         values = fields.get("content-length")
         if not values:
@@ -459,9 +514,22 @@ class Server:
         # Compared by digit count first: int() refuses a string of over 4300 digits.
         if len(digits) > len(str(self._max_body)) or int(digits or b"0") > self._max_body:
             # Decided from the header alone: nothing of the body is read (what arrives is
-            # dropped while the answer lingers), so the fake never spends 64 MB on it.
+            # dropped while the answer lingers), so the fake never spends memory on it.
             raise _Refused(api_errors.body_too_large(self._max_body))
         conn.length = int(digits or b"0")
+        self._reserve(conn, conn.length)
+
+    # -- the body budget ---------------------------------------------------------------------
+    def _reserve(self, conn: _Conn, size: int) -> None:
+        """Take `size` more bytes of the budget for conn's body, or refuse the request (503)."""
+        if conn.reserved + size > _SMALL_BODY and self._held + size > self._max_held:
+            raise _Refused(api_errors.overloaded(self._max_held))
+        conn.reserved += size
+        self._held += size
+
+    def _release(self, conn: _Conn) -> None:
+        self._held -= conn.reserved
+        conn.reserved = 0
 
     def _body(self, conn: _Conn, now: float) -> bool:
         buf = conn.inbuf
@@ -475,19 +543,54 @@ class Server:
                 return False
             body = bytes(buf[: conn.length])
             del buf[: conn.length]
+        request = Request(conn.method, conn.target, body, conn.headers)
+        if self._offload_over is not None and len(body) > self._offload_over:
+            conn.phase = _Phase.WORK
+            self._selector.unregister(conn.sock)
+            self._worker.submit(conn, request)
+            return False
         # The handler's own failure ends the connection unanswered (_guarded), as a crashed
         # handler thread did.
-        reply = self._handler(Request(conn.method, conn.target, body, conn.headers))
+        try:
+            reply = self._handler(request)
+        finally:
+            self._release(conn)
+        return self._answer(conn, reply, now)
+
+    def _answer(self, conn: _Conn, reply: Reply, now: float) -> bool:
         if reply.hold_s > 0:
             conn.phase, conn.held, conn.until = _Phase.HOLD, reply, now + reply.hold_s
             return False
         self._emit(conn, reply, now)
         return True
 
+    def _worked(self, conn: _Conn, reply: Reply | None, now: float) -> None:
+        """The worker's reply to conn's request (None: its handler failed) goes out, and the
+        connection is watched again."""
+        self._release(conn)
+        if conn.closed:
+            return  # stop() came first
+        if reply is None:
+            self._close(conn)
+            return
+
+        def step(conn: _Conn, now: float) -> None:
+            conn.mask = selectors.EVENT_READ
+            self._selector.register(conn.sock, conn.mask, conn)
+            self._answer(conn, reply, now)
+            self._advance(conn, now)
+
+        self._guarded(conn, step, now)
+
     # -- answers -----------------------------------------------------------------------------
     def _refuse(self, conn: _Conn, err: api_errors.ApiError, now: float) -> None:
         # The rest of a refused request cannot be told from the next one: the answer is the last.
+        # What it sent is dropped now, not when the connection ends (a client that does not read
+        # the answer keeps it open until the socket timeout).
         conn.keep_alive = False
+        conn.inbuf.clear()
+        conn.chunked = None
+        self._release(conn)
         self._emit(conn, Reply(err.status, json.dumps(err.body, ensure_ascii=False).encode()), now)
 
     def _emit(self, conn: _Conn, reply: Reply, now: float) -> None:
@@ -535,6 +638,10 @@ class Server:
         if conn.closed:
             return
         conn.closed = True
+        if conn.phase is not _Phase.WORK:  # else the worker still holds the body: _worked releases
+            self._release(conn)
+        conn.inbuf.clear()
+        conn.chunked = None
         self._conns.pop(conn.sock.fileno(), None)
         with contextlib.suppress(KeyError, ValueError):
             self._selector.unregister(conn.sock)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -26,20 +27,41 @@ SUFFIX = CHAT.suffix
 # again deeper in the stack; real chat requests nest a few levels (tool schemas a few dozen),
 # and serde_json, for one, stops at 128 by default.
 MAX_JSON_DEPTH = 256
+# A body with more arrays and objects than this is refused (413) before it is parsed. Parsing
+# costs by the value, not the byte: 8 MiB of `[],` is 2.8 million lists, 0.75 s of the parser
+# (which holds the GIL, so even on the worker thread it stalls the loop) and hundreds of MB. A
+# real request has a few per message and per tool schema, and 250,000 lists parse in ~80 ms,
+# about what 8 MiB of ordinary messages take; a 100,000-message history (the most Anthropic's
+# API takes) still fits.
+MAX_JSON_CONTAINERS = 250_000
+# Bodies bigger than this are parsed and answered on http1's worker thread, not its loop: a
+# normal agent request is far smaller, and keeps the loop's ~50 us path.
+OFFLOAD_OVER = 256 * 1024
+# A JSON string token (the unrolled form: fast on long strings), whose brackets are text.
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+
+
+def _too_many_containers(body: bytes) -> bool:
+    """Whether the JSON text `body` has more than MAX_JSON_CONTAINERS arrays and objects."""
+    if body.count(b"[") + body.count(b"{") <= MAX_JSON_CONTAINERS:
+        return False  # even counting the brackets inside strings, few enough: the usual case
+    bare = _STRING.sub(b"", body)  # counted again without the strings' text
+    return bare.count(b"[") + bare.count(b"{") > MAX_JSON_CONTAINERS
 
 
 def _too_deep(body: bytes, payload: Any) -> bool:
     """Whether `payload` nests arrays and objects more than MAX_JSON_DEPTH deep."""
     if body.count(b"[") + body.count(b"{") <= MAX_JSON_DEPTH:
         return False  # too few brackets to nest that deep: skip the walk
-    stack: list[tuple[Any, int]] = [(payload, 1)]
-    while stack:  # a walk with its own stack: recursing here would hit the same limit
-        value, depth = stack.pop()
-        children = value.values() if isinstance(value, dict) else value
-        if depth > MAX_JSON_DEPTH:
-            return True
-        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
-    return False
+    # Level by level, without recursion (it would hit the limit being checked): each pass is one
+    # comprehension over a level's containers, several times faster than a walk with a stack.
+    level: list[Any] = [payload]
+    for _ in range(MAX_JSON_DEPTH):
+        level = [c for v in level for c in (v.values() if isinstance(v, dict) else v)
+                 if isinstance(c, dict | list)]
+        if not level:
+            return False
+    return True
 
 
 def _reply(decision: Decision) -> http1.Reply:
@@ -68,12 +90,19 @@ class FakeProvider(Served):
 
     Use as a context manager, or call start() and stop(). Each case gets its own base URL
     (`http://127.0.0.1:PORT/<case_key>/v1`), its own fault schedule and its own request log.
+    The HTTP limits (`max_body`, `max_held`, `socket_timeout_s`, `request_deadline_s`) default
+    to http1's; see Served.
     """
 
     thread_name = "fake-provider"
+    # Safe beside the loop: cases, their logs and stores are locked (Case is thread-safe).
+    offload_over = OFFLOAD_OVER
 
-    def __init__(self, port: int = 0, host: str = "127.0.0.1") -> None:
-        super().__init__((host, port))
+    def __init__(self, port: int = 0, host: str = "127.0.0.1", *, max_body: int | None = None,
+                 max_held: int | None = None, socket_timeout_s: float | None = None,
+                 request_deadline_s: float | None = None) -> None:
+        super().__init__((host, port), max_body=max_body, max_held=max_held,
+                         socket_timeout_s=socket_timeout_s, request_deadline_s=request_deadline_s)
         self._cases: dict[str, Case] = {}
         self._lock = threading.Lock()
 
@@ -85,6 +114,10 @@ class FakeProvider(Served):
         path = urlsplit(request.target).path
         if request.method != "POST":
             return _error(api_errors.invalid_url(request.method, path))
+        if _too_many_containers(request.body):
+            # Refused as the HTTP layer refuses a body too large: in no case's log, in the
+            # OpenAI shape, before the costly parse.
+            return _error(api_errors.too_many_values(MAX_JSON_CONTAINERS))
         wire = next((w for w in WIRES if path.endswith(w.suffix)), None)
         if wire is None or not path.startswith("/") or len(path) <= len(wire.suffix) + 1:
             return _error(api_errors.invalid_url("POST", path))

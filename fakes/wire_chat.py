@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from crashmatrix.fakes import api_errors
+from crashmatrix.fakes.chat_stream import stream_chunks
 from crashmatrix.fakes.pairing import check_pairing
 from crashmatrix.fakes.response_store import ResponseStore
 from crashmatrix.fakes.script import chat_call_id, completion
@@ -65,14 +66,20 @@ class ChatWire:
         if pairing is not None:
             return Refusal(pairing, messages, tools, pairing=True)
         # Recorded exactly as received: this wire's requests are the canonical view itself.
-        return Canonical(messages, tools, model_of(payload))
+        # Streamed or not, the record is the same: only the answer's framing differs.
+        options = payload.get("stream_options")
+        usage = isinstance(options, dict) and options.get("include_usage") is True
+        return Canonical(messages, tools, model_of(payload), payload.get("stream") is True,
+                         {"include_usage": usage})
 
     def call_id(self, k: int) -> str:
         return chat_call_id(k)
 
     def render(self, message: dict[str, Any], request: Canonical,
                store: ResponseStore) -> Rendered:
-        return Rendered(completion(message, request.messages, request.model))
+        body = completion(message, request.messages, request.model)
+        return Rendered(body, stream_chunks(body, request.context.get("include_usage") is True)
+                        if request.stream else None)
 
 
 CHAT = ChatWire()
