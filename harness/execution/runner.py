@@ -36,6 +36,7 @@ from crashmatrix.harness.execution.incarnation import (
 )
 from crashmatrix.harness.execution.intruder import FrozenIncarnation
 from crashmatrix.harness.execution.observed import ObservedKill, TracedSpawner, image_of
+from crashmatrix.harness.execution.orphans import CASE_ENV, end_orphans
 from crashmatrix.harness.execution.scratch_watch import low_note, tree_bytes, watch
 from crashmatrix.harness.execution.spawn import Launch, Spawner
 from crashmatrix.harness.execution.states import Settled, Snapshot, key, settle_key, take
@@ -265,6 +266,8 @@ class CaseRunner:
         except OSError as exc:
             harness_error = f"{exc.__class__.__name__}: {exc}"
         finally:
+            # What its agents left running (a daemon) ends with the case, not with the command.
+            end_orphans(os.fspath(case_dir))
             raw_requests = cfg.provider.requests(case_key)
             cfg.provider.forget(case_key)
             downstream = case_services.collect(cfg.downstream, case_key, services, incarnations)
@@ -356,7 +359,7 @@ class CaseRunner:
         `freezer`: how to hand a FREEZE fault the frozen incarnation (None: an intruder, which
         is never crashed and gets no deliveries). `probes` False: black-box, the agent is not
         attached; `record_calls`: trace it and keep its store calls (a black-box recording)."""
-        env = self._env() if not spec.services else {**self._env(), **spec.services}
+        env = {**self._env(), **(spec.services or {}), CASE_ENV: os.fspath(case_dir)}
         started = time.monotonic()
         adapter = self.config.adapter
         # An observing fault's incarnation: a fresh process under strace, the session imaged first.
