@@ -11,7 +11,7 @@ from typing import Any
 
 from crashmatrix.agent import inbox, probe
 from crashmatrix.agent.lock import SessionLocked
-from crashmatrix.agent.log import LogCorrupt, StorageFailed, read_commits
+from crashmatrix.agent.log import LogCorrupt, StorageFailed, read_commits, replace_file
 from crashmatrix.agent.loop import Agent, AgentConfig
 from crashmatrix.agent.provider import ProviderClient, ProviderConfig
 from crashmatrix.agent.records import Outcome, Replay
@@ -131,9 +131,9 @@ def _remember(args: argparse.Namespace, chosen: dict[str, Any]) -> None:
     path = args.session / "config.json"
     saved = _saved_settings(path)
     if {k: saved.get(k) for k in _REMEMBERED} != chosen:
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(chosen, indent=2))
-        os.replace(tmp, path)
+        # Synced (with --fsync on) like a commit: a `recover` after a power loss reads these
+        # settings, and a config.json renamed into place but never synced is gone with the power.
+        replace_file(path, json.dumps(chosen, indent=2).encode(), fsync=args.fsync == "on")
 
 
 def _registry(args: argparse.Namespace, bash_env: str = BashEnv.INHERIT.value) -> Registry:

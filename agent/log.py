@@ -184,11 +184,8 @@ class SessionLog:
         label = commit_label(entries)
         probe(ProbeKind.COMMIT_BEFORE, label, seq=seq)
         data = encode_commit(seq, entries)
-        view = memoryview(data)
         try:
-            while view:  # a short write is not an error: write the rest
-                written = os.write(self._fd, view)
-                view = view[written:]
+            write_all(self._fd, data)
         except OSError as exc:
             raise self._failing("write", exc) from exc
         probe(ProbeKind.COMMIT_WRITTEN, label, seq=seq)
@@ -204,6 +201,16 @@ class SessionLog:
     def _failing(self, op: str, exc: OSError) -> StorageFailed:
         self.failed = StorageFailed(self.path, op, exc)
         return self.failed
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of `data` (a function of its own: the `ignores-short-write` mutant replaces it).
+
+    A short write is not an error: the kernel wrote a prefix (a full disk, a file-size limit, a
+    signal), and the rest is written after it."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def sync_file(fd: int) -> None:
@@ -224,6 +231,24 @@ def make_dir(path: Path, *, fsync: bool) -> None:
     if fsync:
         for made in reversed(missing):
             _fsync_dir(made.parent)
+
+
+def replace_file(path: Path, data: bytes, *, fsync: bool) -> None:
+    """Make `path` hold `data`, whole or not at all: written to a temporary name, then renamed
+    over it. With fsync, durably: the file is synced before the rename (else a power loss may
+    keep the new name with none of its bytes) and its folder after it (else the rename itself
+    may be lost, and a file that did not exist before with it)."""
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        write_all(fd, data)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if fsync:
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(path: Path) -> None:

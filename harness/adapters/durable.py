@@ -34,8 +34,9 @@ class DurableAgentAdapter:
     # kill, tear, inbox, store, concurrent: everything the harness asks
     capabilities = frozenset(Capability)
 
-    def _common(self, spec: LaunchSpec) -> list[str]:
-        argv = ["--session", str(spec.session), "--workspace", str(spec.workspace),
+    def _common(self, spec: LaunchSpec, *, workspace: bool = True) -> list[str]:
+        where = ["--workspace", str(spec.workspace)] if workspace else []
+        argv = ["--session", str(spec.session), *where,
                 "--provider-url", spec.provider_url,
                 "--fsync", "on" if spec.fsync else "off",
                 "--retry-delay", repr(spec.retry_delay_s),
@@ -51,7 +52,12 @@ class DurableAgentAdapter:
         return [*self._common(spec), "run", task]
 
     def recover_args(self, spec: LaunchSpec) -> list[str]:
-        return [*self._common(spec), "recover"]
+        # `recover` is given no workspace: the session remembers it (config.json), as it does for
+        # a user who types `recover` after `run`, so a session that lost its settings (a power
+        # loss taking an unsynced config.json) recovers in the wrong place and the case fails.
+        # The provider URL is still given: the harness's is per case (a secret in its path), and
+        # a case started from another's recorded state holds that other case's.
+        return [*self._common(spec, workspace=False), "recover"]
 
     def deliver(self, spec: LaunchSpec, kind: str, item_id: str, text: str) -> None:
         inbox.deliver(spec.session / "inbox", inbox.InboxKind(kind), text, item_id)

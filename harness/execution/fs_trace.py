@@ -20,6 +20,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from crashmatrix.harness.execution.fs_inject import INJECTED_MARK
 from crashmatrix.harness.records.fs_calls import FsCall, Syscall
 
 # What is traced: every call that changes a file's bytes, name or durability, plus `lseek` (the
@@ -103,6 +104,7 @@ def parse_file(path: Path) -> list[FsCall]:
 def _record(pid: int, name: Syscall, args: list[str], result_text: str,
             cwd: dict[int, str]) -> FsCall | None:
     result, error, result_path = _result(result_text)
+    injected = result_text.rstrip().endswith(INJECTED_MARK)
     for arg in args:  # learn the working directory from any AT_FDCWD<...>
         fd = _FD.match(arg)
         if fd is not None and fd["fd"] == "AT_FDCWD" and fd["path"] is not None:
@@ -121,8 +123,9 @@ def _record(pid: int, name: Syscall, args: list[str], result_text: str,
             number = _int(args[3])
         elif name in (S.LSEEK, S.FTRUNCATE) and len(args) >= 2:
             number = _int(args[1])
+        head = _bytes(args[1]) if name in (S.WRITE, S.PWRITE64) and len(args) >= 2 else None
         return FsCall(pid, name, (fd_path,) if fd_path else (), fd_num, number=number, result=result,
-                      error=error)
+                      error=error, injected=injected, head=head)
     if name in (S.OPEN, S.OPENAT, S.CREAT):
         if name is S.OPENAT:
             path, flags = at(args[0], args[1]), args[2] if len(args) > 2 else ""
@@ -132,21 +135,21 @@ def _record(pid: int, name: Syscall, args: list[str], result_text: str,
         given = _string(args[1] if name is S.OPENAT else args[0]) if args else ""
         return FsCall(pid, name, (result_path or path,), result if error is None else None,
                       flags=frozenset(flags.split("|")), result=result, error=error,
-                      relative=not os.path.isabs(given))
+                      relative=not os.path.isabs(given), injected=injected)
     if name in (S.RENAME, S.RENAMEAT, S.RENAMEAT2):
         old, new = ((at("", args[0]), at("", args[1])) if name is S.RENAME
                     else (at(args[0], args[1]), at(args[2], args[3])))
         how = frozenset(args[4].split("|")) if name is S.RENAMEAT2 and len(args) > 4 else frozenset()
         given = _string(args[0] if name is S.RENAME else args[1]) if args else ""
         return FsCall(pid, name, (old, new), flags=how, result=result, error=error,
-                      relative=not os.path.isabs(given))
+                      relative=not os.path.isabs(given), injected=injected)
     if name in (S.UNLINK, S.UNLINKAT, S.MKDIR, S.MKDIRAT, S.TRUNCATE):
         path = at(args[0], args[1]) if name in (S.UNLINKAT, S.MKDIRAT) else at("", args[0])
         how = frozenset(args[2].split("|")) if name is S.UNLINKAT and len(args) > 2 else frozenset()
         number = _int(args[1]) if name is S.TRUNCATE and len(args) > 1 else None
         given = _string(args[1] if name in (S.UNLINKAT, S.MKDIRAT) else args[0]) if args else ""
         return FsCall(pid, name, (path,), flags=how, number=number, result=result, error=error,
-                      relative=not os.path.isabs(given))
+                      relative=not os.path.isabs(given), injected=injected)
     return None
 
 
@@ -206,12 +209,25 @@ def _string(arg: str) -> str:
     return arg
 
 
+def _bytes(arg: str) -> bytes | None:
+    """A buffer argument's bytes, as far as strace printed them (None: not a quoted string)."""
+    arg = arg.removesuffix("...")
+    if len(arg) >= 2 and arg[0] == '"' and arg[-1] == '"':
+        return _unescape_bytes(arg[1:-1])
+    return None
+
+
 _SIMPLE = {"n": 10, "t": 9, "r": 13, "v": 11, "f": 12, "a": 7, "b": 8, "\\": 92, '"': 34, "'": 39}
 
 
 def _unescape(text: str) -> str:
     """strace's escapes (octal `\\303`, `\\xNN`, `\\n`, ...) back to the path's bytes, decoded as the
     OS decodes file names."""
+    return os.fsdecode(_unescape_bytes(text))
+
+
+def _unescape_bytes(text: str) -> bytes:
+    """strace's escapes back to the bytes they stand for."""
     out = bytearray()
     i = 0
     raw = text.encode("utf-8", errors="surrogateescape")
@@ -234,7 +250,7 @@ def _unescape(text: str) -> str:
         else:
             out.append(_SIMPLE.get(nxt, ord(nxt)))
             i += 2
-    return os.fsdecode(bytes(out))
+    return bytes(out)
 
 
 def _split(args: str) -> list[str]:

@@ -15,8 +15,9 @@ runner does what the fault's `at_crash` says, one of a closed set (`AtCrash`):
 - `INJECT`: no probe event is its crash point: the step's `n:kind:label` is the `n`-th `kind`
   system call on the session file `label` (`03:fsync:session.jsonl`), which strace makes fail
   (`how`: `error=EIO`); the incarnation, observed, runs to its end, and `apply_observed` then
-  acts on what it left (a failed sync's writes never reached the disk). Its steps come from the
-  recording's probe events through `steps` (one commit, one write and one sync of the log).
+  acts on what it left (a failed sync's writes never reached the disk, a short write's prefix is
+  put back where it landed). Its steps come from the recording's probe events through `steps`
+  (one commit, one write and one sync of the log).
 
 - `DOWNSTREAM`: no probe event is its crash point either: the step's `dNN:kind:service` is the
   incarnation's `NN`-th request to the scenario's downstream services (`kind` create or status),
@@ -144,7 +145,7 @@ class FaultKind(Protocol):
 class InjectingFault(FaultKind, Protocol):
     """An INJECT fault: how strace makes its call fail, and where its steps are."""
 
-    how: str  # strace's inject action: `error=EIO`, `error=ENOSPC`, `retval=0`
+    how: str  # strace's inject action: `error=EIO`, `error=ENOSPC`, `retval=16`
     must_stop: bool  # an error the agent must stop at (a short write it must complete instead)
     anchor: str  # the probe event kind each of its calls follows (`commit.written` for a sync)
 

@@ -11,9 +11,13 @@ goes on as after any fault: `recover` on a healthy disk, and the settle run.
   `apply_observed` sets the log to that (`sync_loss`): an agent that carries on is caught by the
   commits it acknowledged and the disk lost.
 - `enospc-write`: the write fails, nothing written (a full disk).
-- `short-write`: the write returns 0, nothing written (a short write at its shortest: an agent
-  must write the rest; strace cannot make a call write only part of its bytes, so a count above
-  0 would claim bytes that were not written).
+- `short-write`: the write writes its first SHORT_COUNT bytes and returns that count, as the
+  kernel does at a file-size limit or a nearly full disk: an agent must write the rest after
+  them. strace cannot make a call write part of its bytes (it skips a call it makes return a
+  count), so the call is skipped and, once the incarnation has ended, the prefix is put back
+  where it landed (`short_write`). Not a count of 0 with nothing written, as this fault was
+  first: after that, writing the whole buffer again is right, so an agent that takes a short
+  write for complete (or resends the whole buffer) passed it.
 
 Cases are counted from the recording's probe events: the k-th `commit.written` is followed by the
 log's k-th sync, the k-th `commit.before` by its k-th write (one write and one sync per commit, as
@@ -30,11 +34,16 @@ from pathlib import Path
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
 from crashmatrix.harness.faults.interface import AtCrash, Frozen, Observed
+from crashmatrix.harness.faults.short_write import Unmodelled, put_back, short_write
 from crashmatrix.harness.faults.sync_loss import lose, sync_loss
 from crashmatrix.harness.records.case import CrashStep
 from crashmatrix.harness.records.fs_calls import Syscall
 
 STORE_LOG = "session.jsonl"  # the session log, relative to the session directory
+# The bytes a short write writes: fewer than any commit's line (a JSON object with a sequence
+# number, entries and a checksum is well over this), and within what strace shows of a buffer
+# (`fs_inject.SHOWN`).
+SHORT_COUNT = 16
 
 
 class IoError:
@@ -79,6 +88,24 @@ class IoError:
                       f"({len(data)} -> {loss.length} bytes, {len(loss.holes)} hole(s) of zeros)")
 
 
+class ShortWrite(IoError):
+    """The write wrote a prefix and said so: strace skipped it with a short count; the prefix is
+    put back once the incarnation has ended."""
+
+    def apply_observed(self, observed: Observed) -> None:
+        path = observed.spec.session / STORE_LOG
+        rel = Path(observed.spec.session.name) / STORE_LOG
+        before = observed.before.files.get(str(path), b"")
+        found = short_write(observed.calls, os.path.realpath(path), len(before))
+        if isinstance(found, Unmodelled):
+            observed.note(f"{rel}: left as it is: {found.why}")
+        elif found is not None and path.is_file():
+            path.write_bytes(put_back(path.read_bytes(), found))
+            observed.note(f"{rel}: the short write wrote {len(found.data)} of {found.asked} bytes, "
+                          f"at offset {found.offset} (put back there after the incarnation)")
+
+
 EIO_FSYNC = IoError("eio-fsync", Syscall.FSYNC, "commit.written", "error=EIO", must_stop=True)
 ENOSPC_WRITE = IoError("enospc-write", Syscall.WRITE, "commit.before", "error=ENOSPC", must_stop=True)
-SHORT_WRITE = IoError("short-write", Syscall.WRITE, "commit.before", "retval=0", must_stop=False)
+SHORT_WRITE = ShortWrite("short-write", Syscall.WRITE, "commit.before", f"retval={SHORT_COUNT}",
+                         must_stop=False)

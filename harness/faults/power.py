@@ -4,8 +4,9 @@ An observing fault: the runner starts the incarnation it crashes under strace, w
 the session directory taken just before; once it is dead, `power_state` computes from its calls
 and that image what the disk would hold had the power gone instead (each file as of its last
 sync, names as of their folder's last sync), and `apply_observed` writes that over the session
-directory. `power-keep1` is the same loss, except that the first unsynced write reached the disk
-(a torn tail at a write boundary).
+directory. `power-keep1` is the same loss, except that the store file's first unsynced write
+reached the disk (a torn tail at a write boundary; the store file: the one written last, the
+commit's, not the lock record every incarnation writes first and never syncs).
 
 Enumerated at the two boundaries where what was written and what was synced differ:
 - `commit.written`: the commit's bytes are written, not yet synced (with fsync on, the power loss
@@ -43,7 +44,7 @@ class Power:
 
     def __init__(self, name: str, keep: int) -> None:
         self.name = name
-        self.keep = keep  # unsynced writes that reach the disk anyway, the first ones first
+        self.keep = keep  # unsynced writes of the store file that reach the disk anyway, first first
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return kind in POWER_AT

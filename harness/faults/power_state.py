@@ -15,9 +15,12 @@ reaches the disk unless a sync put it there.
   nothing); an unlink not synced is undone.
 - The tree before the incarnation is taken as on disk (earlier incarnations were killed, not
   powered off: their page cache reached the disk before this one started).
-- `keep`: the first `keep` unsynced writes (in the order they returned, over all files) reach the
-  disk after all: the "torn at a write boundary" variants. A kept write extends a file's synced
-  content when it appends to it; one that does not is not kept, and the notes say so.
+- `keep`: the first `keep` unsynced writes of the store file reach the disk after all: the "torn
+  at a write boundary" variants. The store file is the one the incarnation wrote last: the power
+  goes at a commit boundary, just after the commit's own write. Not the first unsynced writes
+  over all files: every incarnation first writes its lock's holder record, never synced, so
+  that one would always be the write kept, and the log never torn. A kept write extends the
+  file's synced content when it appends to it; one that does not is not kept.
 
 Files the calls never touched are not in the result: they are left as they are (another
 process's files, e.g. an inbox item its sender synced).
@@ -95,6 +98,7 @@ class _Model:
         self.durable: dict[str, int | None] = {}  # path -> inode, as of its directory's last sync
         self.fds: dict[tuple[int, int], _Open] = {}
         self.order = 0  # writes seen
+        self.last_written: int | None = None  # the inode of the last write: the store file
         self.notes: list[str] = []
         if before.exists:
             for d in sorted(before.dirs | {before.root}):
@@ -185,6 +189,7 @@ class _Model:
         inode = self._inode_at(call.paths[0], create_foreign=True)
         if inode is None or inode.is_dir:
             return
+        self.last_written = inode.number
         opened = self.fds.get((call.pid, call.fd)) if call.fd is not None else None
         offset: int | None
         if call.syscall is Syscall.PWRITE64:
@@ -296,16 +301,19 @@ class _Model:
         return True
 
     def _kept(self, keep: int) -> dict[int, int]:
-        """Inode -> bytes appended past its synced length by the first `keep` unsynced writes."""
-        pending = sorted((order, number, offset, count) for number, inode in self.inodes.items()
-                         for order, offset, count in inode.pending)
-        ends: dict[int, int] = {}
-        for _, number, offset, count in pending[:keep]:
-            inode = self.inodes[number]
-            end = inode.length + ends.get(number, 0)
-            if offset == end and inode.intact and not inode.broken:
-                ends[number] = ends.get(number, 0) + count
-        return ends
+        """Inode -> bytes appended past its synced length by the store file's first `keep`
+        unsynced writes (the store file: the last one written)."""
+        if not keep or self.last_written is None:
+            return {}
+        inode = self.inodes[self.last_written]
+        if not inode.intact or inode.broken:
+            return {}
+        extra = 0
+        for _, offset, count in sorted(inode.pending)[:keep]:
+            if offset != inode.length + extra:
+                break  # not an append to what is kept: nothing after it can be either
+            extra += count
+        return {inode.number: extra} if extra else {}
 
     def _content(self, inode: _Inode, final: str | None, extra: int,
                  rel: str) -> tuple[Target, str | None]:

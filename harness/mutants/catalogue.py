@@ -38,6 +38,7 @@ class MutantName(StrEnum):
     RECOVER_NO_LOCK = "recover-no-lock"
     NEVER_SYNCS = "never-syncs"
     IGNORES_FAILED_SYNC = "ignores-failed-sync"
+    IGNORES_SHORT_WRITE = "ignores-short-write"
     MESSAGES_ONLY = "messages-only"
     FRESH_KEY = "fresh-key"
     ATTEMPT_KEY = "attempt-key"
@@ -151,6 +152,11 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "have dropped the unsynced pages: it acknowledges a commit the disk never got and acts on "
        "it (PostgreSQL's fsync lesson).",
        G.ignores_failed_sync, "changelog-fast", faults=("eio-fsync",)),
+    _m(N.IGNORES_SHORT_WRITE,
+       "The session log takes a write that wrote only part of a commit (a nearly full disk, a "
+       "file-size limit) for the whole of it, so the commit is acknowledged cut short and the "
+       "next one is appended to its half line, which leaves the log unreadable from there on.",
+       G.ignores_short_write, "changelog-fast", faults=("short-write",)),
     _m(N.MESSAGES_ONLY,
        "A framework that persists the message history but has no recovery rules re-runs whatever "
        "has no result and resumes whatever is open.",

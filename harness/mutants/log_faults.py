@@ -36,6 +36,17 @@ def ignores_failed_sync(p: Patcher) -> None:
     p.replace(log_module, "sync_file", sync_or_shrug)
 
 
+def ignores_short_write(p: Patcher) -> None:
+    def write_once(fd: int, data: bytes) -> None:
+        # The fault: a write that wrote something is taken for the whole commit (only one that
+        # wrote nothing is tried again), so a short write leaves a commit cut short on disk,
+        # acknowledged, with the next commit appended to its half line.
+        while os.write(fd, data) == 0:
+            pass
+
+    p.replace(log_module, "write_all", write_once)
+
+
 def repair_drops_one_more(p: Patcher) -> None:
     open_log: Callable[[SessionLog], None] = SessionLog.open
 

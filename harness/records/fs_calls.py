@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -50,6 +50,12 @@ class FsCall:
     # matches such a call by the path as given, so a kill there cannot be aimed at the file
     # (black-box makes no crash point of it).
     relative: bool = False
+    # strace tampered with the call (`(INJECTED)`, fs_inject): it did not run; `result` and
+    # `error` are what strace made it return.
+    injected: bool = False
+    # write, pwrite64: the first bytes of the buffer, as far as strace printed it (its `-s`).
+    # Evidence, not identity: two calls that differ only here are the same call.
+    head: bytes | None = field(default=None, compare=False)
 
     @property
     def ok(self) -> bool:

@@ -1,8 +1,9 @@
-"""I/O-error faults by injection: our agent stops (exit 4) and recovers; a mutant carrying on is killed."""
+"""I/O faults by injection: our agent stops (exit 4) or writes the rest, then recovers; mutants die."""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import psutil
 import pytest
 
 from crashmatrix.harness.execution.hunt import hunt
+from crashmatrix.harness.faults.io_error import SHORT_COUNT, SHORT_WRITE
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
 from tests.support.mutant_hunt import mutant_runner
 
@@ -18,6 +20,7 @@ pytestmark = pytest.mark.crash
 CLI = [sys.executable, "-m", "crashmatrix"]
 # The sync of the result of append_note (its 4th commit): the line is in CHANGELOG.md.
 RESULT_SYNC = "changelog-fast/04:fsync:session.jsonl/eio-fsync"
+SHORT = "changelog-fast/02:write:session.jsonl/short-write"  # the write of the model's first reply
 
 
 def crashmatrix(*args: str) -> subprocess.CompletedProcess[str]:
@@ -61,3 +64,50 @@ def test_ignores_failed_sync_survives_the_older_faults_and_is_killed_by_eio_fsyn
     assert no_strace_left()
     repro = crashmatrix("repro", killed.case, "--agent", "mutant:ignores-failed-sync")
     assert repro.returncode == 1, repro.stdout + repro.stderr
+
+
+def test_our_agent_writes_the_rest_after_each_short_write_and_holds(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    proc = crashmatrix("run", "--scenario", "changelog-fast", "--fault", "short-write", "--json",
+                       "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(results) == 9  # the recording, and one case per commit
+    assert {r["verdict"] for r in results} == {"pass"}
+    repro = crashmatrix("repro", SHORT)
+    assert repro.returncode == 0, repro.stdout + repro.stderr
+    first = repro.stdout.split("-- incarnation 2")[0]
+    assert f"write 2 of session.jsonl: retval={SHORT_COUNT}" in first
+    # A real prefix: 16 bytes of the commit's line went out, the agent wrote the rest after them.
+    assert re.search(rf"session/session\.jsonl: the short write wrote {SHORT_COUNT} of \d+ bytes", first)
+    assert first.rstrip().endswith("exit code 0")
+    assert "every invariant held" in repro.stdout
+
+
+def test_ignores_short_write_passes_every_other_fault_and_the_old_short_write_and_is_killed_by_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = MutantName.IGNORES_SHORT_WRITE
+    assert CATALOGUE[name].faults == ("short-write",)
+    with mutant_runner(name, tmp_path, fsync=True) as (scenarios, config):
+        others = hunt(name, scenarios, config, jobs=2,
+                      faults=("kill", "second", "torn", "power", "eio-fsync", "enospc-write"))
+        killed = hunt(name, scenarios, config, jobs=2, faults=("short-write",))
+        # The fault as it was: the call returned 0 with nothing written; the mutant writes again
+        # (whole) after a write of nothing, which is right after that, so it passed.
+        monkeypatch.setattr(SHORT_WRITE, "how", "retval=0")
+        old = hunt(name, scenarios, config, jobs=2, faults=("short-write",))
+    assert not others.killed, others
+    assert others.unjudged == 0
+    assert not old.killed, old
+    assert old.cases == 9
+    assert old.unjudged == 0
+    assert killed.killed
+    assert killed.case == "changelog-fast/01:write:session.jsonl/short-write"
+    assert killed.invariant == "log-integrity"
+    assert killed.repro == f"crashmatrix repro {killed.case} --agent mutant:ignores-short-write"
+    assert no_strace_left()
+    repro = crashmatrix("repro", killed.case, "--agent", "mutant:ignores-short-write")
+    assert repro.returncode == 1, repro.stdout + repro.stderr
+    # The log's damage, named: the first commit cut short, the second appended to its half line.
+    assert re.search(r"log-integrity: the session store is not intact: .*session\.jsonl: line 1: ",
+                     repro.stdout), repro.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -12,6 +13,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from crashmatrix.harness.adapters.durable import ADAPTER
+from crashmatrix.harness.adapters.interface import LaunchSpec
 from crashmatrix.harness.execution.hunt import hunt
 from crashmatrix.harness.execution.incarnation import Incarnation, IncarnationTimeout, kill_all
 from crashmatrix.harness.execution.observed import TracedProcess, TracedSpawner
@@ -78,6 +81,42 @@ def test_a_power_case_repro_holds_and_shows_what_the_power_loss_did() -> None:
     # The unacknowledged commit's bytes were written, not synced: the power loss takes them.
     assert "XX session/session.jsonl: cut back to" in proc.stdout
     assert "(observed by strace)" in proc.stdout
+
+
+def test_power_keep1_keeps_the_unacknowledged_log_write_that_power_takes() -> None:
+    # Killed with the commit of the append_note intent written, not synced. Before, keep1 kept the
+    # first unsynced write of the incarnation, always the lock's holder record, and cut the log
+    # back exactly as `power` does.
+    at = "changelog-fast/12:commit.written:tool_started.append_note"
+    power, keep1 = crashmatrix("repro", f"{at}/power"), crashmatrix("repro", f"{at}/power-keep1")
+    assert power.returncode == 0, power.stdout + power.stderr
+    assert keep1.returncode == 0, keep1.stdout + keep1.stderr
+    assert re.search(r"XX session/session\.jsonl: cut back to \d+ of (\d+) bytes", power.stdout)
+    kept = re.search(r"XX session/session\.jsonl: kept (\d+) of (\d+) bytes \((\d+) unsynced kept\)",
+                     keep1.stdout)
+    assert kept is not None, keep1.stdout
+    assert kept[1] == kept[2], "the whole commit line reached the disk"
+    assert "session.lock: kept" not in keep1.stdout
+    # Recovery then finds the intent the power loss took in `power`: a call never answered.
+    assert "recovery.branch:call.unknown_recorded_never" in keep1.stdout
+    assert "recovery.branch:call.unknown_recorded_never" not in power.stdout
+
+
+def test_a_first_incarnation_power_loss_keeps_config_json_and_recovery_is_given_no_workspace() -> None:
+    # Recovery is launched without --workspace: it works from what the session holds. Before,
+    # config.json was renamed into place unsynced: gone with the power, and the recovery ran in
+    # its working directory (the case's), not the workspace: the append went elsewhere.
+    spec = LaunchSpec(session=Path("/c/session"), workspace=Path("/c/ws"), provider_url="http://p/v1",
+                      tools=("read",), policies={}, resume_budget=3, max_retries=3, retry_delay_s=0.1,
+                      provider_timeout_s=5.0, fsync=True)
+    assert "--workspace" not in ADAPTER.recover_args(spec)
+    assert "--workspace" in ADAPTER.start_args(spec, "task")
+    proc = crashmatrix("repro", "changelog-fast/04:commit.after:run_started.prompt,message.user/power")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first = proc.stdout.split("-- incarnation 2")[0]
+    assert "XX SIGKILL here (observed by strace)" in first
+    assert "config.json" not in first, first  # nothing to say: it was synced, name and bytes
+    assert "every invariant held" in proc.stdout
 
 
 def test_power_is_refused_for_an_agent_that_does_not_declare_a_file_store() -> None:

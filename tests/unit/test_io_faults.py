@@ -11,10 +11,12 @@ import pytest
 from crashmatrix.agent.log import SessionLog, StorageFailed, read_commits
 from crashmatrix.agent.records import Intent, run_started
 from crashmatrix.harness.enumeration import extensions, single_crash_cases
-from crashmatrix.harness.execution.fs_inject import inject_args, injected
+from crashmatrix.harness.execution.fs_inject import SHOWN, inject_args, injected
+from crashmatrix.harness.execution.fs_trace import parse
 from crashmatrix.harness.faults.interface import injecting
-from crashmatrix.harness.faults.io_error import EIO_FSYNC, ENOSPC_WRITE, SHORT_WRITE
+from crashmatrix.harness.faults.io_error import EIO_FSYNC, ENOSPC_WRITE, SHORT_COUNT, SHORT_WRITE
 from crashmatrix.harness.faults.kill import KILL
+from crashmatrix.harness.faults.short_write import Prefix, Unmodelled, put_back, short_write
 from crashmatrix.harness.faults.sync_loss import lose, sync_loss
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.fs_calls import FsCall, Syscall
@@ -48,7 +50,8 @@ def test_a_case_per_commit_sync_and_write_after_the_probe_crash_points_and_never
 
 def test_the_injection_options_count_only_the_files_calls() -> None:
     assert inject_args(Path("/s/session.jsonl"), "fsync", "error=EIO", 3) == [
-        "-e", "signal=none", "-P", "/s/session.jsonl", "-e", "inject=fsync:error=EIO:when=3"]
+        "-e", "signal=none", "-s", str(SHOWN), "-P", "/s/session.jsonl",
+        "-e", "inject=fsync:error=EIO:when=3"]
     with pytest.raises(ValueError, match="counted from 1"):
         inject_args(Path("/s/x"), "write", "retval=0", 0)
     assert injected(["1 fsync(3</s/session.jsonl>) = -1 EIO (Input/output error) (INJECTED)\n"])
@@ -134,3 +137,58 @@ def test_a_retry_record_whose_commit_failed_is_owed_by_recovery_as_after_a_kill(
     first.injected, first.must_stop = "write 2 of session.jsonl: error=ENOSPC", True
     assert first.interrupted
     assert check_retry_intent(obs, scenario) == []
+
+
+# -- short-write: a real prefix written, the short count returned ---------------------------------
+# What strace prints of a log's calls when its 2nd write is made short (`retval=16`): the call was
+# skipped (16 bytes claimed, none written); the writer goes on after it.
+LOG_FD = "3</s/session.jsonl>"
+SHORT_TRACE = [
+    f'1 openat(AT_FDCWD</s>, "/s/session.jsonl", O_WRONLY|O_CREAT|O_APPEND, 0644) = {LOG_FD}',
+    f'1 write({LOG_FD}, "{{\\"seq\\":1}}\\n", 10) = 10',
+    f'1 write({LOG_FD}, "{{\\"seq\\":2,\\"entries\\":[\\"\\303\\251t\\303\\251\\"]}}\\n", 30)'
+    " = 16 (INJECTED)",
+]
+
+
+def _line(n: int) -> bytes:
+    return f'{{"seq":{n},"entries":["été"]}}\n'.encode()
+
+
+def test_the_short_write_is_parsed_with_the_bytes_strace_printed_and_marked_injected() -> None:
+    [_, first, short] = parse(SHORT_TRACE)
+    assert (first.injected, first.head) == (False, b'{"seq":1}\n')
+    assert short.injected
+    assert (short.number, short.result) == (30, 16)
+    assert short.head == _line(2)
+    assert SHORT_WRITE.how == f"retval={SHORT_COUNT}"
+    assert 0 < SHORT_COUNT <= SHOWN  # the prefix is among the bytes strace prints
+
+
+def test_the_prefix_goes_where_the_short_write_landed_whatever_the_agent_did_next() -> None:
+    before = b'{"seq":0}\n'
+    # Then the rest (14 bytes) and a third commit: appends after the short one, 16 bytes early.
+    rest = [*SHORT_TRACE, f'1 write({LOG_FD}, "x", 14) = 14', f'1 write({LOG_FD}, "y", 10) = 10']
+    found = short_write(parse(rest), LOG, len(before))
+    assert found == Prefix(offset=20, data=_line(2)[:16], asked=30)
+    # The file an agent that wrote the rest left: whole again, byte for byte what a real one is.
+    left = before + b'{"seq":1}\n' + _line(2)[16:] + b'{"seq":3}\n'
+    assert put_back(left, found) == before + b'{"seq":1}\n' + _line(2) + b'{"seq":3}\n'
+    # One that took the write for complete: commit 2 cut short, commit 3 appended to its half.
+    careless = before + b'{"seq":1}\n' + b'{"seq":3}\n'
+    assert put_back(careless, found) == before + b'{"seq":1}\n' + _line(2)[:16] + b'{"seq":3}\n'
+
+
+def test_a_short_write_of_nothing_puts_nothing_back_and_what_cannot_be_followed_says_so() -> None:
+    nothing = [*SHORT_TRACE[:2], SHORT_TRACE[2].replace("= 16 (INJECTED)", "= 0 (INJECTED)")]
+    assert short_write(parse(nothing), LOG, 0) is None  # the old fault: no prefix to put back
+    assert short_write(parse(SHORT_TRACE[:2]), LOG, 0) is None  # none injected
+    cut = [*SHORT_TRACE, f"1 ftruncate({LOG_FD}, 10) = 0"]
+    assert short_write(parse(cut), LOG, 0) == Unmodelled("the file was truncated after the short write")
+    positioned = [SHORT_TRACE[0].replace("O_APPEND", "O_RDWR"), *SHORT_TRACE[1:]]
+    assert isinstance(short_write(parse(positioned), LOG, 0), Unmodelled)
+
+
+def test_a_write_shorter_than_the_short_count_is_put_back_whole() -> None:
+    tiny = [SHORT_TRACE[0], f'1 write({LOG_FD}, "{{}}\\n", 3) = 16 (INJECTED)']
+    assert short_write(parse(tiny), LOG, 0) == Prefix(offset=0, data=b"{}\n", asked=3)
