@@ -40,7 +40,8 @@ def end_of(inc: dict[str, Any]) -> str:
     if inc.get("downstream_fault"):  # the downstream lost, failed or held a reply; it ran on
         ended = f'<span class="kill">{e(inc["downstream_fault"])}</span>; {ended}'
     if inc.get("injected"):  # a storage call strace made fail (or come up short); it ran on
-        ended = (f'<span class="kill">failed by strace: {e(inc["injected"])}</span>'
+        done = "failed" if inc.get("must_stop") else "cut short"
+        ended = (f'<span class="kill">{done} by strace: {e(inc["injected"])}</span>'
                  f"{' (it must stop on its own)' if inc.get('must_stop') else ''}; {ended}")
     return ended
 

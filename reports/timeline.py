@@ -58,8 +58,8 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
             lines.append(f"   XX SIGKILL at {inc.killed_at_request}, before its reply")
         elif inc.downstream_fault:  # the downstream lost, failed or held a reply; it ran on
             lines.append(f"   XX {inc.downstream_fault}")
-        if inc.injected:  # a storage call strace made fail; the agent was to stop on its own
-            lines.append(f"   XX failed by strace: {inc.injected}")
+        if inc.injected:  # a storage call strace made fail (to stop at) or come up short (to finish)
+            lines.append(f"   XX {'failed' if inc.must_stop else 'cut short'} by strace: {inc.injected}")
             lines += [f"   XX {note}" for note in inc.fault_notes]
         if inc.nondeterministic:
             lines.append(f"   !! nondeterministic: {inc.nondeterministic}")

@@ -11,9 +11,10 @@ def test_an_incarnation_failed_by_strace_says_so_and_how_it_ended() -> None:
     assert "failed by strace: fsync(session.jsonl) = -1 EIO &lt;x&gt;" in text  # escaped
     assert "it must stop on its own" in text
     assert text.endswith("exit code 4")
-    short = end_of({"index": 1, "injected": "write(session.jsonl) = 0", "must_stop": False, "exit_code": 0})
+    short = end_of({"index": 1, "injected": "write 1 of session.jsonl: retval=16", "must_stop": False,
+                    "exit_code": 0})
     assert "must stop" not in short
-    assert "failed by strace" in short
+    assert "cut short by strace: write 1 of session.jsonl" in short
 
 
 def test_a_plain_exit_and_a_kill_are_unchanged() -> None:
