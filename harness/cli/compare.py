@@ -28,6 +28,7 @@ from crashmatrix.harness.cli.run import (
     _scenarios,
 )
 from crashmatrix.harness.records.results import (
+    DEFAULT_MAX_EVENTS,
     DEFAULT_TIMEOUT_S,
     Verdict,
 )
@@ -62,14 +63,23 @@ def _claim(out_dir: Path, overwrite: bool) -> None:
 @click.option("--jobs", "-j", default=2, show_default=True, type=click.IntRange(1, 64))
 @click.option("--timeout", default=DEFAULT_TIMEOUT_S, show_default=True, metavar="S",
               help="Per-case deadline; an agent that exceeds it is a liveness violation.")
+@click.option("--max-events", default=DEFAULT_MAX_EVENTS, show_default=True, metavar="N",
+              type=click.IntRange(1), help="Step bound, as on `run`: an incarnation that emits more "
+              "probe events is killed at once (a looping agent is stopped early: that is its verdict).")
 @click.option("--spawn", type=click.Choice(["fork", "fresh"]), default="fork", show_default=True)
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
 @click.option("--overwrite", is_flag=True, help="Replace files in OUT even when no compare.json is there.")
+@click.option("--resume", is_flag=True,
+              help="Keep each agent whose run under OUT/agents finished with the same options; run the rest.")
 @click.option("--json", "as_json", is_flag=True, help="Print the cells as one JSON object on stdout.")
 def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str, ...],
-                fault_names: tuple[str, ...], black_box: bool, jobs: int, timeout: float, spawn: str,
-                out: str, overwrite: bool, as_json: bool) -> None:
-    """Run the same single-crash matrix against each agent and print who held what."""
+                fault_names: tuple[str, ...], black_box: bool, jobs: int, timeout: float,
+                max_events: int, spawn: str, out: str, overwrite: bool, resume: bool,
+                as_json: bool) -> None:
+    """Run the same single-crash matrix against each agent and print who held what.
+
+    Interrupted, it still writes the table of the agents that finished (the others marked not
+    run); `--resume` then runs only those."""
     order = list(dict.fromkeys(agents))
     scenarios = _scenarios(names, dirs)
     out_dir = Path(out)
@@ -79,9 +89,11 @@ def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str
         for a in order:
             _black_box_usable(adapters[a], selected[a], 1)
         scenarios = _black_box_scenarios(scenarios, named=bool(names))
-    _claim(out_dir, overwrite)
-    results, not_run = run_agents(order, adapters, scenarios, selected, out_dir, black_box=black_box,
-                                  jobs=jobs, timeout=timeout, spawn=spawn, printed=_printed_dirs(dirs))
+    _claim(out_dir, overwrite or resume)
+    runs = run_agents(order, adapters, scenarios, selected, out_dir, black_box=black_box, jobs=jobs,
+                      timeout=timeout, spawn=spawn, printed=_printed_dirs(dirs), max_events=max_events,
+                      resume=resume)
+    results, not_run = runs.results, runs.not_run
     # "held" next to "held" means as much as what each was judged on: every renderer says it.
     judgements = {a: judged(a, results[a], list(CHECKS)) for a in order if results.get(a)}
     cells = compare([s.name for s in scenarios], order, results, not_run, judgements)
@@ -97,5 +109,10 @@ def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str
     click.echo(json.dumps(data, ensure_ascii=False) if as_json else render_terminal(cells, shown))
     click.echo(f"wrote {out_dir / 'compare.md'}, compare.html, compare.json, and each agent's run "
                f"under {out_dir / 'agents'}", err=True)
+    if runs.interrupted is not None:
+        click.echo(f"crashmatrix compare: interrupted during {runs.interrupted}: the table holds the "
+                   "agents that finished; `crashmatrix compare ... --resume` (the same options) runs the "
+                   "rest", err=True)
+        sys.exit(int(Exit.HARNESS))
     if any(r.verdict is Verdict.ERROR for found in results.values() for r in found):
         sys.exit(int(Exit.HARNESS))

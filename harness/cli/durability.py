@@ -113,9 +113,11 @@ def durability(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str,
     page = Path(write) if write else None
     if page is not None:
         _page_writable(page, overwrite)
-    results, not_run = run_agents(order, adapters, scenarios, selected, out_dir, black_box=False,
-                                  jobs=jobs, timeout=timeout, spawn=spawn, printed=_printed_dirs(dirs),
-                                  command="durability")
+    runs = run_agents(order, adapters, scenarios, selected, out_dir, black_box=False, jobs=jobs,
+                      timeout=timeout, spawn=spawn, printed=_printed_dirs(dirs), command="durability")
+    if runs.interrupted is not None:
+        sys.exit(int(Exit.HARNESS))  # no partial table: a page of rows of unfinished runs would mislead
+    results, not_run = runs.results, runs.not_run
     rows = []
     for a in order:
         skipped = [f"{s.name}: {why}" for (s_name, agent), why in sorted(not_run.items())

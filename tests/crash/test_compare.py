@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,41 @@ def test_an_unknown_agent_is_refused_before_anything_runs(tmp_path: Path) -> Non
     assert proc.returncode == 2, proc.stderr
     assert "unknown agent 'nope'" in proc.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_an_interrupted_compare_writes_what_finished_and_resume_runs_the_rest(tmp_path: Path) -> None:
+    """Issue 34, item 5: SIGINT while the second agent runs: the table holds the first agent's
+    cells and marks the second not run; `--resume` keeps the first's run and runs the second."""
+    out = tmp_path / "cmp"
+    args = [*CLI, "compare", "--agent", "durable-agent", "--agent", "messages-only", "--scenario",
+            "changelog-fast", "--out", str(out)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if line.startswith("crashmatrix compare: messages-only:"):
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.communicate(timeout=300)[1]
+    assert proc.returncode == 3, "".join(seen) + rest
+    data = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    at = {(c["scenario"], c["agent"]): c for c in data["cells"]}
+    assert at["changelog-fast", "durable-agent"]["status"] == "held"
+    assert at["changelog-fast", "messages-only"]["status"] == "not run"
+    assert "interrupted" in at["changelog-fast", "messages-only"]["reason"]
+    assert "interrupted" in (out / "compare.md").read_text(encoding="utf-8")
+    assert "--resume" in rest
+
+    resumed = subprocess.run([*args, "--resume"], capture_output=True, text=True, timeout=300, check=False)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "durable-agent: kept its finished run" in resumed.stderr
+    data = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    at = {(c["scenario"], c["agent"]): c for c in data["cells"]}
+    assert at["changelog-fast", "durable-agent"]["status"] == "held"
+    assert at["changelog-fast", "messages-only"]["status"] == "violated"
+    # Other options are refused, not mixed in.
+    other = subprocess.run([*args, "--resume", "--max-events", "500"], capture_output=True, text=True,
+                           timeout=120, check=False)
+    assert other.returncode == 2, other.stderr
+    assert "was run with other options" in other.stderr
