@@ -8,6 +8,7 @@ from crashmatrix.harness.records.results import CaseResult, Verdict, not_applica
 from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord, StatesRecord
 from crashmatrix.reports import html_case
 from crashmatrix.reports.groups import FailureGroup, distinct_failures, faults_of
+from crashmatrix.reports.header import Header
 from crashmatrix.reports.html_base import MARK, SEVERITY, WORD, badge, e
 from crashmatrix.reports.html_grid import grid_section, grids
 from crashmatrix.reports.html_groups import drawn_in_full, scenarios_of, verdict_of
@@ -28,6 +29,13 @@ MAX_LISTED = 200
 # page of 100 of them must still open in a browser. Past it, the remaining failing cases are
 # listed by id with their repro line instead of drawn (like summary.md's MAX_BYTES).
 MAX_TIMELINE_BYTES = 8 * 1024 * 1024
+
+
+def _header(h: Header | None) -> list[str]:
+    if h is None:
+        return []
+    rows = "".join(f"<tr><th>{e(label)}</th><td>{e(text)}</td></tr>" for label, text in h.fields())
+    return [f'<table id="header">{rows}</table>']
 
 
 def _completeness(c: Completeness | None) -> list[str]:
@@ -129,7 +137,8 @@ def _anchors(found: Sequence[FailureGroup], full: set[str]) -> dict[str, str]:
 
 def render(results: Sequence[CaseResult], declared: Sequence[str],
            completeness: Completeness | None = None, lines: LineCoverageRecord | None = None,
-           states: StatesRecord | None = None, notes: Sequence[str] = ()) -> str:
+           states: StatesRecord | None = None, notes: Sequence[str] = (),
+           header: Header | None = None) -> str:
     """The whole page, in the order given (the caller sorts); no clock, no I/O, no URLs.
     `lines`: run.json's `line_coverage`, shown (total, link) when the run measured it; `states`:
     its `crash_states`, shown when the run started cases from crash states; `notes`: what the run
@@ -146,6 +155,7 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
            "<title>crashmatrix report</title>", f"<style>{CSS}</style></head><body>",
            "<h1>crashmatrix</h1>", *_completeness(completeness),
            *(f'<p class="run-note c-incomplete">{e(note)}</p>' for note in notes),
+           *_header(header),
            f'<p id="totals">{len(results)} case(s): {counts}; {len(found)} distinct failure(s).</p>',
            *line_coverage(lines),
            *crash_states(states),

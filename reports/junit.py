@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.reports import cause
+from crashmatrix.reports.header import Header
 
 # JUnit errors, not failures: the test could not be judged (the harness failed, the case was not
 # the recorded one, or the scenario is wrong), which says nothing against the agent.
@@ -75,7 +76,7 @@ def _totals(results: Sequence[CaseResult]) -> dict[str, str]:
             "time": _seconds(sum(r.duration_ms for r in results))}
 
 
-def render(results: Sequence[CaseResult], notes: Sequence[str] = ()) -> str:
+def render(results: Sequence[CaseResult], notes: Sequence[str] = (), header: Header | None = None) -> str:
     """The JUnit document (UTF-8 text with its declaration); suites sorted by scenario name.
     `notes`: what the run could not promise, a property of every suite (CI tools show those)."""
     root = ET.Element("testsuites", {"name": "crashmatrix", **_totals(results)})
@@ -85,9 +86,12 @@ def render(results: Sequence[CaseResult], notes: Sequence[str] = ()) -> str:
     for name, rows in sorted(by_scenario.items()):
         suite = ET.SubElement(root, "testsuite", {"name": _xml_text(name), **_totals(rows)})
         na = not_applicable(rows)
-        if na or notes:
+        if na or notes or header is not None:
             # Not judged is not held: CI tools show suite properties next to the counts.
             props = ET.SubElement(suite, "properties")
+            for label, text in header.fields() if header is not None else []:
+                ET.SubElement(props, "property", {"name": f"crashmatrix:{label.replace(' ', '-')}",
+                                                  "value": _xml_text(text)})
             for note in notes:
                 ET.SubElement(props, "property", {"name": "crashmatrix:note", "value": _xml_text(note)})
             for inv, why in na.items():

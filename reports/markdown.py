@@ -15,6 +15,7 @@ from crashmatrix.reports.agent_output import Tail, telling
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 from crashmatrix.reports.facts import branch_facts, scenario_states, settles_reused
 from crashmatrix.reports.groups import distinct_failures
+from crashmatrix.reports.header import Header
 from crashmatrix.reports.policies import policy_lines
 
 # GitHub refuses a step summary over 1 MiB; the failure list is cut to stay well inside it, since
@@ -165,7 +166,8 @@ def _crash_states(record: StatesRecord) -> list[str]:
 
 def render(results: Sequence[CaseResult], declared: Sequence[str],
            completeness: Completeness | None = None, lines: LineCoverageRecord | None = None,
-           *, linked: bool = True, states: StatesRecord | None = None, notes: Sequence[str] = ()) -> str:
+           *, linked: bool = True, states: StatesRecord | None = None, notes: Sequence[str] = (),
+           header: Header | None = None) -> str:
     """The whole summary; always under MAX_BYTES, whatever the number of failures. `lines`:
     run.json's line coverage, said under the branch coverage and linked (relative to the folder
     the summary is written to, so the link holds wherever that folder is read: an unpacked CI
@@ -178,6 +180,8 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
     line = completeness.line if completeness is not None else None
     warning = [f"**{_clip(line)}**", ""] if line else []
     warning += [x for note in notes for x in (f"**{_clip(note)}**", "")]
+    if header is not None:  # what the counts below rest on, before them
+        warning += [*(f"- **{label}**: {_clip(text, 2000)}" for label, text in header.fields()), ""]
     head = ["# crashmatrix", "", *warning,
             f"**{total}** cases: {held} held, {failed} violated, {nondet} nondeterministic, "
             f"{error} harness errors, {wrong} scenario errors — {verdict}.", "",

@@ -13,6 +13,7 @@ from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord, StatesRecord
 from crashmatrix.reports import html, junit, markdown
 from crashmatrix.reports.groups import steps_of
+from crashmatrix.reports.header import Header
 
 REPORT_MODE = 0o644
 
@@ -40,12 +41,12 @@ def render_all(results: Sequence[CaseResult], declared: Sequence[str],
                completeness: Completeness | None = None,
                lines: LineCoverageRecord | None = None,
                states: StatesRecord | None = None,
-               notes: Sequence[str] = ()) -> dict[ReportFile, str]:
+               notes: Sequence[str] = (), header: Header | None = None) -> dict[ReportFile, str]:
     ordered = canonical(results)
     return {ReportFile.SUMMARY: markdown.render(ordered, declared, completeness, lines, states=states,
-                                                notes=notes),
-            ReportFile.JUNIT: junit.render(ordered, notes),
-            ReportFile.HTML: html.render(ordered, declared, completeness, lines, states, notes)}
+                                                notes=notes, header=header),
+            ReportFile.JUNIT: junit.render(ordered, notes, header),
+            ReportFile.HTML: html.render(ordered, declared, completeness, lines, states, notes, header)}
 
 
 def _stage(out_dir: Path, name: str, text: str) -> Path:
@@ -79,7 +80,7 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
                   lines: LineCoverageRecord | None = None,
                   results_dir: Path | None = None,
                   states: StatesRecord | None = None,
-                  notes: Sequence[str] = ()) -> list[Path]:
+                  notes: Sequence[str] = (), header: Header | None = None) -> list[Path]:
     """Write summary.md, junit.xml and report.html into out_dir; return their paths.
 
     Every file is rendered and staged beside its target before any target is replaced, so a
@@ -91,10 +92,11 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
     run.json is in, when not `out_dir` (the link to the line coverage is made relative to
     `out_dir`). The step summary's copy names that path
     instead of linking it: the job page is not beside the files. `notes`: what the run could not
-    promise (run_record.run_notes), said at the top of each file.
+    promise (run_record.run_notes), said at the top of each file; `header`: the agent and what was
+    judged (reports/header.py), which each file opens with.
     """
     lines = relative_to_reports(lines, results_dir, out_dir)
-    rendered = render_all(results, declared, completeness, lines, states, notes)
+    rendered = render_all(results, declared, completeness, lines, states, notes, header)
     out_dir.mkdir(parents=True, exist_ok=True)
     staged: dict[Path, Path] = {}
     try:
@@ -108,5 +110,5 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
     if step_summary_path:
         with open(step_summary_path, "a", encoding="utf-8", newline="\n") as f:
             f.write(markdown.render(canonical(results), declared, completeness, lines, linked=False,
-                                    states=states))
+                                    states=states, notes=notes, header=header))
     return list(staged)

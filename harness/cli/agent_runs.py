@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from crashmatrix.harness.adapters.identity import identity
 from crashmatrix.harness.adapters.interface import Adapter, PreflightError
 from crashmatrix.harness.adapters.requirements import unmet
 from crashmatrix.harness.cli.exitcodes import fail
@@ -40,6 +41,8 @@ from crashmatrix.harness.records.run_record import (
     run_notes,
     write_run,
 )
+from crashmatrix.harness.verify import CHECKS
+from crashmatrix.reports.header import header
 from crashmatrix.reports.write import write_reports
 from crashmatrix.scenarios.model import Scenario
 
@@ -143,6 +146,7 @@ def _run_agent(a: str, adapter: Adapter, runs: AgentRuns, scenarios: Sequence[Sc
         runs.results[a] = kept
         runs.kept.append(a)
         return False
+    who = identity(a, adapter)
     writer = ResultsWriter(folder / RESULTS_FILE)
     interrupted = False
     try:
@@ -160,11 +164,13 @@ def _run_agent(a: str, adapter: Adapter, runs: AgentRuns, scenarios: Sequence[Sc
     runs.results[a] = found
     agent_run = RunRecord(
         declared_branches=tuple(adapter.declared_branches()), options=options, network_exposed=exposure(),
+        agent_origin=who.origin, agent_framework=who.framework,
         done=len(found), complete=not interrupted,
         ended=RunEnd.INTERRUPTED if interrupted else RunEnd.FINISHED,
         expected=None if interrupted else {s.name: sum(1 for r in found if r.scenario == s.name)
                                            for s in runnable})
     write_run(folder / RUN_FILE, agent_run)
     if found:
-        write_reports(found, folder, list(adapter.declared_branches()), notes=run_notes(agent_run))
+        write_reports(found, folder, list(adapter.declared_branches()), notes=run_notes(agent_run),
+                      header=header(found, list(CHECKS), agent_run))
     return interrupted

@@ -29,7 +29,9 @@ from crashmatrix.harness.records.run_record import (
     run_file_for,
     run_notes,
 )
+from crashmatrix.harness.verify import CHECKS
 from crashmatrix.reports.coverage import unreached
+from crashmatrix.reports.header import header
 from crashmatrix.reports.write import write_reports
 
 
@@ -176,7 +178,7 @@ def report(source: str, out: str | None, require_coverage: bool) -> None:
                             lines=record.line_coverage if record is not None else None,
                             results_dir=path.parent,
                             states=record.crash_states if record is not None else None,
-                            notes=run_notes(record))
+                            notes=run_notes(record), header=header(results, list(CHECKS), record))
     for p in written:
         click.echo(f"wrote {p}")
     missing = coverage_failures(results, declared)

@@ -19,6 +19,7 @@ import click
 from tabulate import tabulate
 
 from crashmatrix.fakes import FakeDownstream, FakeProvider
+from crashmatrix.harness.adapters.identity import identity
 from crashmatrix.harness.adapters.interface import Adapter, Capability, PreflightError
 from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
@@ -96,6 +97,7 @@ from crashmatrix.harness.records.terminal_text import terminal_safe
 from crashmatrix.harness.records.uncrashed import refused_files, uncrashed
 from crashmatrix.harness.verify import CHECKS
 from crashmatrix.reports.facts import run_facts
+from crashmatrix.reports.header import header
 from crashmatrix.reports.terminal import render as render_summary
 from crashmatrix.reports.timeline import render as render_timeline
 from crashmatrix.reports.write import ReportFile, write_reports
@@ -511,10 +513,11 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         # Refused before anything in --out is touched: earlier results stay as they were.
         fail(f"--line-coverage measures a Python agent; agent {adapter.name!r} has no Python entry point")
     declared = list(adapter.declared_branches())
+    who = identity(agent, adapter)
     # Written first, marked incomplete: a run that never gets to say it finished stays incomplete.
     started = RunRecord(declared_branches=tuple(declared), options=options,
                         known=previous.known if previous else None, done=len(saved), complete=False,
-                        network_exposed=exposure())
+                        network_exposed=exposure(), agent_origin=who.origin, agent_framework=who.framework)
     write_run(out_dir / RUN_FILE, started)
     writer = ResultsWriter(out_dir / RESULTS_FILE, append=resume)
     progress = Progress()
@@ -573,6 +576,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                   else states_record(matrix.states.tally, matrix.states.settled.reused, len(saved)))
         if shared is not None:
             click.echo(f"crashmatrix: --states: {states_line(shared)}", err=True)
+            for line in matrix.states.tally.unkept_lines() if matrix.states is not None else []:
+                click.echo(f"crashmatrix: --states: {line}", err=True)
     if only_cases and not interrupted:
         known_ids = matrix.enumerated_ids | {f"{s.name}/none" for s in scenarios}
         unknown = sorted(set(only_cases) - known_ids)
@@ -600,7 +605,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     completeness = judge(ended, results)
     reports = (write_reports(results, out_dir, declared, os.environ.get("GITHUB_STEP_SUMMARY") or None,
                              completeness=completeness, lines=ended.line_coverage,
-                             states=ended.crash_states, notes=run_notes(ended)) if results else [])
+                             states=ended.crash_states, notes=run_notes(ended),
+                             header=header(results, list(CHECKS), ended)) if results else [])
     files = [out_dir / RESULTS_FILE, out_dir / RUN_FILE, *reports,
              *([lines.html_dir / "index.html"] if lines is not None else [])]
     facts = run_facts(results, list(CHECKS), declared, depth, files, time.monotonic() - began,
@@ -884,7 +890,8 @@ def _merged_record(inputs: list[_Input], merged: list[CaseResult]) -> RunRecord 
                      known=sum(max(record.known or 0, len(i.results)) for i, record in described),
                      done=len(merged), complete=complete, shards=shards,
                      network_exposed=next((r.network_exposed for _, r in described if r.network_exposed),
-                                          None))
+                                          None),
+                     agent_origin=first.agent_origin, agent_framework=first.agent_framework)
 
 
 @click.command("merge")

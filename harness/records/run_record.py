@@ -155,6 +155,9 @@ class RunRecord:
     # What the agents could reach beyond the fakes, and why (harness/execution/netns.py): None
     # when their network namespace had loopback only, or for a run.json older than the field.
     network_exposed: str | None = None
+    # The agent tested, as its adapter says (harness/adapters/identity.py); None in older files.
+    agent_origin: str | None = None
+    agent_framework: str | None = None
 
     @property
     def expected_total(self) -> int | None:
@@ -173,6 +176,7 @@ class RunRecord:
             "expected_total": self.expected_total, "known": self.known, "done": self.done,
             "complete": self.complete, "ended": None if self.ended is None else self.ended.value,
             "network_exposed": self.network_exposed,
+            "agent_origin": self.agent_origin, "agent_framework": self.agent_framework,
         }
         if self.line_coverage is not None:
             data["line_coverage"] = self.line_coverage.to_json()
@@ -224,7 +228,9 @@ class RunRecord:
             format=get("format", _is_int, "an integer") or 1,
             line_coverage=None if lines is None else _line_coverage(lines, path),
             crash_states=None if crash_states is None else _crash_states(crash_states, path),
-            network_exposed=get("network_exposed", _is_str, "a string, or null"))
+            network_exposed=get("network_exposed", _is_str, "a string, or null"),
+            agent_origin=get("agent_origin", _is_str, "a string, or null"),
+            agent_framework=get("agent_framework", _is_str, "a string, or null"))
         if record.complete and record.expected is None:
             raise RunFileError(f"{path}: complete is true, but expected gives no case counts")
         return record

@@ -16,7 +16,9 @@ from crashmatrix.harness.cli.exitcodes import Exit
 from crashmatrix.harness.cli.report import coverage_failures, report
 from crashmatrix.harness.records.results import RESULTS_FILE, CaseResult, ResultsWriter, merge
 from crashmatrix.harness.records.run_record import RunRecord, judge
+from crashmatrix.harness.verify import CHECKS
 from crashmatrix.reports import html
+from crashmatrix.reports.header import header
 from crashmatrix.reports.write import ReportFile, write_reports
 from tests.unit.test_reports_data import DECLARED, sample_results
 
@@ -54,8 +56,10 @@ def test_report_regenerates_identical_bytes_whatever_the_result_order(tmp_path: 
     results = sample_results()
     run = finished_run(results)
     # What `run` writes, in finish order, with the completeness it judged from its run.json.
-    completeness = judge(RunRecord.from_json(run, tmp_path / "run.json"), results)
-    written = write_reports(results, tmp_path / "run", DECLARED, completeness=completeness)
+    record = RunRecord.from_json(run, tmp_path / "run.json")
+    completeness = judge(record, results)
+    written = write_reports(results, tmp_path / "run", DECLARED, completeness=completeness,
+                            header=header(results, list(CHECKS), record))
     assert [p.name for p in written] == NAMES
     shuffled = results[:]
     random.Random(7).shuffle(shuffled)
@@ -77,7 +81,8 @@ def test_report_works_on_merged_shards_and_writes_where_asked(tmp_path: Path) ->
     got = invoke(str(tmp_path / "merged"), "--out", str(tmp_path / "elsewhere"))
     assert got.exit_code == 0, got.output
     # No run.json: the adapter's branch list, and completeness unknown (said in the reports too).
-    write_reports(results, tmp_path / "direct", DECLARED_BRANCHES, completeness=judge(None, results))
+    write_reports(results, tmp_path / "direct", DECLARED_BRANCHES, completeness=judge(None, results),
+                  header=header(results, list(CHECKS), None))
     assert snapshot(tmp_path / "elsewhere") == snapshot(tmp_path / "direct")
 
 

@@ -19,7 +19,9 @@ from crashmatrix.harness.records.run_record import (
     read_run,
     write_run,
 )
+from crashmatrix.harness.verify import CHECKS
 from crashmatrix.reports import html, markdown
+from crashmatrix.reports.header import header
 from crashmatrix.reports.write import ReportFile, write_reports
 from tests.unit.test_reports_command import finished_run, invoke, save
 from tests.unit.test_reports_data import DECLARED, sample_results
@@ -142,8 +144,9 @@ def test_write_reports_passes_the_record_to_every_markdown_and_html_copy(tmp_pat
 def test_report_regenerates_the_figures_run_wrote_from_run_json(tmp_path: Path) -> None:
     results = sample_results()
     run = finished_run(results)
-    write_reports(results, tmp_path / "run", DECLARED, states=SHARED,
-                  completeness=judge(RunRecord.from_json(run, tmp_path / "run.json"), results))
+    record = RunRecord.from_json(run, tmp_path / "run.json")
+    write_reports(results, tmp_path / "run", DECLARED, states=SHARED, completeness=judge(record, results),
+                  header=header(results, list(CHECKS), record))
     save(results, tmp_path / "saved", {**run, "crash_states": SHARED.to_json()})
     got = invoke(str(tmp_path / "saved"))
     assert got.exit_code == 0, got.output
