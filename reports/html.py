@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord, StatesRecord
 from crashmatrix.reports import html_case
+from crashmatrix.reports.fixes import doc_link, violated_fixes
 from crashmatrix.reports.groups import FailureGroup, distinct_failures, faults_of
 from crashmatrix.reports.header import Header
 from crashmatrix.reports.html_base import MARK, SEVERITY, WORD, badge, e
@@ -162,6 +163,11 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
            *coverage_summary(results, declared),
            '<h2 id="scenarios">Scenarios</h2>', *index(results, found),
            f'<h2 id="failures">Distinct failures ({len(found)}; {len(bad)} failing case(s))</h2>']
+    fixes = violated_fixes(results)
+    if fixes:  # before the cases: what to do about them, named by the invariant's section
+        out.append('<details id="fixes" open><summary>How agents usually fix what was found</summary><ul>'
+                   + "".join(f"<li><code>{e(inv)}</code>: {e(text)} ({e(doc_link(inv))})</li>"
+                             for inv, text in fixes) + "</ul></details>")
     if not bad:
         out.append(f"<p>None: all {held} case(s) held.</p>")
     else:

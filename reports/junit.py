@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from crashmatrix.harness.records.results import CaseResult, Verdict, not_applicable
 from crashmatrix.reports import cause
+from crashmatrix.reports.fixes import doc_link, fix_of
 from crashmatrix.reports.header import Header
 
 # JUnit errors, not failures: the test could not be judged (the harness failed, the case was not
@@ -46,6 +47,10 @@ def failure_text(r: CaseResult) -> str:
     if note:
         lines.append(f"note: {note}")
     lines += cause.lines(r)
+    for inv in dict.fromkeys(r.invariants):
+        hint = fix_of(inv)
+        if hint:
+            lines.append(f"how agents usually fix {inv}: {hint} ({doc_link(inv)})")
     lines.append(f"reproduce: {r.repro}")
     return "\n".join(lines)
 

@@ -14,6 +14,7 @@ from crashmatrix.reports import cause
 from crashmatrix.reports.agent_output import Tail, telling
 from crashmatrix.reports.coverage import BranchStatus, branch_coverage
 from crashmatrix.reports.facts import branch_facts, scenario_states, settles_reused
+from crashmatrix.reports.fixes import doc_link, violated_fixes
 from crashmatrix.reports.groups import distinct_failures
 from crashmatrix.reports.header import Header
 from crashmatrix.reports.policies import policy_lines
@@ -190,6 +191,10 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
             *_scenario_table(results), ""]
     na = not_applicable(results)
     tail = ["", *_coverage_table(results, declared), ""]
+    fixes = violated_fixes(results)
+    if fixes:  # after the failures: what to do about them, linked to the invariant's section
+        tail += ["## How agents usually fix what was found", "",
+                 *(f"- `{inv}`: {text} ({doc_link(inv)})" for inv, text in fixes), ""]
     policies = policy_lines(results)
     if policies:
         tail += ["**Tool policies in force** (docs/scenarios.md, \"Tool policies\"):", "",
