@@ -58,3 +58,10 @@ def branch_coverage(results: Iterable[CaseResult], declared: Sequence[str]) -> l
 def unreached(results: Iterable[CaseResult], declared: Sequence[str]) -> list[str]:
     """The declared branches no case reached, in declared order."""
     return [c.branch for c in branch_coverage(results, declared) if c.status is BranchStatus.UNREACHED]
+
+
+# What an empty branch table means: the agent declares no recovery branch and no probe reported
+# one, so there is nothing to count (not "0 of 0 reached", which reads as a result).
+NO_BRANCHES = ("No recovery branch to report: the agent's adapter declares none "
+               "(`declared_branches()`) and no case's probes reported one. Declaring them "
+               "(docs/your-agent.md) shows which recovery paths the matrix reached.")

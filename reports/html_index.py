@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.harness.records.run_record import LineCoverageRecord, StatesRecord
-from crashmatrix.reports.coverage import branch_coverage
+from crashmatrix.reports.coverage import NO_BRANCHES, branch_coverage
 from crashmatrix.reports.facts import branch_facts, scenario_states, settles_reused
 from crashmatrix.reports.groups import FailureGroup
 from crashmatrix.reports.html_base import e
@@ -48,6 +48,8 @@ def coverage_summary(results: Sequence[CaseResult], declared: Sequence[str]) -> 
     c = branch_facts(results, declared)
     if c.unmeasured is not None:
         return [f'<p id="coverage-summary">Recovery branches {e(c.unmeasured)}.</p>']
+    if not c.declared and not c.undeclared:
+        return [f'<p id="coverage-summary">{e(NO_BRANCHES)}</p>']
     text = f"Recovery branches: {c.reached} of {c.declared} declared reached"
     if c.unreached:
         text += "; <b>never reached</b>: " + ", ".join(f"<code>{e(b)}</code>" for b in c.unreached)
@@ -58,6 +60,8 @@ def coverage_summary(results: Sequence[CaseResult], declared: Sequence[str]) -> 
 
 
 def coverage_table(results: Sequence[CaseResult], declared: Sequence[str]) -> list[str]:
+    if not branch_coverage(results, declared):
+        return [f"<p>{e(NO_BRANCHES)}</p>"]
     out = ['<table id="coverage"><thead><tr><th>recovery branch</th><th>status</th><th>cases</th>'
            "<th>example case</th></tr></thead><tbody>"]
     for c in branch_coverage(results, declared):

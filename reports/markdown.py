@@ -12,7 +12,7 @@ from crashmatrix.harness.records.results import CaseResult, Verdict, not_applica
 from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord, StatesRecord
 from crashmatrix.reports import cause
 from crashmatrix.reports.agent_output import Tail, telling
-from crashmatrix.reports.coverage import BranchStatus, branch_coverage
+from crashmatrix.reports.coverage import NO_BRANCHES, BranchStatus, branch_coverage
 from crashmatrix.reports.facts import branch_facts, scenario_states, settles_reused
 from crashmatrix.reports.fixes import doc_link, violated_fixes
 from crashmatrix.reports.groups import distinct_failures
@@ -76,12 +76,15 @@ def _coverage_table(results: Sequence[CaseResult], declared: Sequence[str]) -> l
     facts = branch_facts(results, declared)
     if facts.unmeasured is not None:
         return ["## Recovery-branch coverage", "", f"Recovery branches {facts.unmeasured}."]
+    rows = branch_coverage(results, declared)
+    if not rows:  # an empty table says nothing: say why it is empty
+        return ["## Recovery-branch coverage", "", NO_BRANCHES]
     never = len(facts.unreached)
     head = (f"{facts.reached} of {facts.declared} declared recovery branches reached"
             + (f"; **{never} never reached**." if never else "."))
     lines = ["## Recovery-branch coverage", "", head, "",
              "| branch | status | cases | example case |", "| --- | --- | ---: | --- |"]
-    for c in branch_coverage(results, declared):
+    for c in rows:
         example = _cell(code(c.example_case)) if c.example_case else "—"
         lines.append(f"| {_cell(code(c.branch))} | {STATUS_MARK[c.status]} | {c.cases} | {example} |")
     return lines

@@ -59,3 +59,15 @@ def test_without_a_run_json_the_agent_is_the_one_the_results_name() -> None:
     assert ("adapter", "") not in h.fields()
     assert [label for label, _ in h.fields()] == ["agent", "judged", "not judged", "faults", "depth",
                                                   "scenarios"]
+
+
+def test_an_empty_branch_table_says_why_it_is_empty() -> None:
+    """Issue 34: "0 of 0 recovery branches" and an empty table read as a result; they are not."""
+    results = _results()
+    summary = markdown.render(results, [])
+    assert "No recovery branch to report: the agent's adapter declares none" in summary
+    assert "0 of 0" not in summary
+    assert "| branch | status |" not in summary
+    page = html.render(results, [])
+    assert "No recovery branch to report" in page
+    assert "0 of 0" not in page
