@@ -20,7 +20,7 @@ def _distribution(module: str) -> str | None:
     top = module.split(".", 1)[0]
     try:
         dists = importlib.metadata.packages_distributions().get(top, [])
-    except Exception:  # noqa: BLE001 - metadata of some installed package is broken: no name then
+    except Exception:  # metadata of some installed package is broken: no name then
         return None
     for dist in dists:
         try:

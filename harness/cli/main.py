@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from crashmatrix.fakes import FakeProvider
+from crashmatrix.harness.cli.baseline_cmd import baseline
 from crashmatrix.harness.cli.bench import bench
 from crashmatrix.harness.cli.compare import compare_cmd
 from crashmatrix.harness.cli.durability import durability
@@ -143,7 +144,7 @@ def fake_provider(name: str, port: int, dirs: tuple[str, ...]) -> None:
 
 
 # Commands that start no agent keep the machine's network: `fake-provider` serves agents outside.
-OPEN_NETWORK = frozenset({"fake-provider", "report", "merge", "schema"})
+OPEN_NETWORK = frozenset({"fake-provider", "report", "merge", "schema", "baseline"})
 
 
 def entry() -> None:
@@ -169,5 +170,5 @@ def entry() -> None:
 
 
 # The matrix commands live in crashmatrix.harness.cli.run; registered here so `main` is the one entry point.
-for _command in [*COMMANDS, compare_cmd, durability, bench, mutants, explore, schema]:
+for _command in [*COMMANDS, compare_cmd, durability, bench, mutants, explore, schema, baseline]:
     main.add_command(_command)

@@ -17,6 +17,7 @@ from crashmatrix.harness.records.results import DEFAULT_AGENT, DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
     from crashmatrix.harness.execution.crash_states import CrashStates
+    from crashmatrix.harness.records.baseline import Baseline
     from crashmatrix.harness.records.case import Case
     from crashmatrix.harness.records.observation import Observation
     from crashmatrix.scenarios.model import Scenario
@@ -46,6 +47,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--crashmatrix-fault", action="append", default=[], metavar="NAME",
                     help="fault kind to enumerate (repeatable; default: kill, second, torn; with "
                          "power, the agent is run with fsync on)")
+    group.addoption("--crashmatrix-baseline", default=None, metavar="FILE",
+                    help="known failures (`crashmatrix baseline` writes them): a listed case that "
+                         "fails again is xfail; one that holds now fails as XPASS(strict) would "
+                         "(default: the crashmatrix_baseline ini value)")
+    parser.addini("crashmatrix_baseline", "known failures for --crashmatrix (as --crashmatrix-baseline)",
+                  default="")
     group.addoption("--crashmatrix-states", action="store_true",
                     help="start crash cases from crash states recorded at collection, one recovery "
                          "per distinct state (as `crashmatrix run --states`; for an agent that "
@@ -55,6 +62,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _agent_name(config: pytest.Config) -> str:
     """--crashmatrix-agent, else the `crashmatrix_agent` ini value (a project pins its agent)."""
     return str(config.getoption("crashmatrix_agent") or config.getini("crashmatrix_agent"))
+
+
+def _baseline_of(config: pytest.Config) -> Baseline | None:
+    """--crashmatrix-baseline, else the `crashmatrix_baseline` ini value (relative to the ini
+    file's folder, as a project writes it)."""
+    from crashmatrix.harness.records.baseline import BaselineError, read  # noqa: PLC0415
+
+    given = config.getoption("crashmatrix_baseline")
+    named = given or config.getini("crashmatrix_baseline")
+    if not named:
+        return None
+    path = Path(str(named))
+    if not given and not path.is_absolute() and config.inipath is not None:
+        path = config.inipath.parent / path
+    try:
+        return read(path)
+    except BaselineError as exc:
+        raise pytest.UsageError(f"--crashmatrix-baseline: {exc}") from None
 
 
 class CaseFailed(Exception):
@@ -103,6 +128,7 @@ class _Host:
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
             agent_ref=_agent_name(config), fsync=power, spawner=self.spawner)
         self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
+        self.baseline = _baseline_of(config)
         # --crashmatrix-states: collection's recording keeps its snapshots, and each test starts
         # from its own (crash_states.py). Items run one at a time per worker: a shared recovery
         # or a second-process host is run by the first test that needs it, within that test.
@@ -191,6 +217,17 @@ class CaseItem(pytest.Item):
         result = evaluate(obs, self.scenario, fsync=host.runner_config.fsync, agent=host.runner_config.agent,
                           scenario_dirs=portable_paths(host.dirs), duration_ms=0.0,
                           timeout_s=host.runner_config.case_timeout_s)
+        known = _host(self.config).baseline
+        listed = known.cases.get(result.case) if known is not None else None
+        if listed is not None:
+            from crashmatrix.harness.records.results import Verdict  # noqa: PLC0415
+
+            if result.verdict is Verdict.PASS:
+                raise CaseFailed(f"{result.case}: XPASS(strict): listed as a known failure "
+                                 f"[{', '.join(listed)}] in the baseline, and it holds now: remove it")
+            if result.verdict is not Verdict.ERROR:
+                broke = ", ".join(result.invariants) or result.verdict.value
+                pytest.xfail(f"known failure (baseline): {broke}")
         if not result.ok:
             lines = [f"{result.case}: {result.verdict.value}"]
             lines += [f"  {v['invariant']}: {v['message']}" for v in result.violations]

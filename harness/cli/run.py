@@ -59,6 +59,10 @@ from crashmatrix.harness.faults.registry import (
     observing,
 )
 from crashmatrix.harness.mutants.catalogue import MutantName
+from crashmatrix.harness.records.baseline import Baseline, BaselineError
+from crashmatrix.harness.records.baseline import judge as judge_baseline
+from crashmatrix.harness.records.baseline import lines as baseline_lines
+from crashmatrix.harness.records.baseline import read as read_baseline
 from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.redact import redact
@@ -437,6 +441,10 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
                    "that shared another's recovery has no tree of its own: that case's is kept).")
 @click.option("--require-coverage", is_flag=True,
               help="Fail (exit 1) when a recovery branch the agent declares was never reached.")
+@click.option("--baseline", "baseline_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Known failures (`crashmatrix baseline` writes them): listed cases that fail "
+                   "again do not fail the run; a new failure does, and so does a listed case that "
+                   "now holds (remove it from FILE).")
 @click.option("--line-coverage", is_flag=True,
               help="Measure line and branch coverage of the agent's code in recovery incarnations "
                    "(coverage.py); HTML in OUT/coverage.")
@@ -456,8 +464,10 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, depth: int, jobs: int,
         shard: str | None, out: str, as_json: bool, keep: bool,
         require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool,
-        black_box: bool, states: bool, audit_states: float, only_cases: tuple[str, ...]) -> None:
+        black_box: bool, states: bool, audit_states: float, only_cases: tuple[str, ...],
+        baseline_file: str | None) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
+    known = _baseline(baseline_file)  # read first: a bad file is refused before anything runs
     try:
         shard_spec = parse_shard(shard) if shard else None
     except ValueError as exc:
@@ -642,7 +652,28 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     missing = coverage_failures(results, declared) if require_coverage else []
     if missing:
         click.echo(f"crashmatrix: error: {coverage_message(missing)}", err=True)
-    sys.exit(int(verdict_exit(results, bool(missing))))
+    sys.exit(int(_verdict(results, known, baseline_file, bool(missing))))
+
+
+def _baseline(path: str | None) -> Baseline | None:
+    if path is None:
+        return None
+    try:
+        return read_baseline(Path(path))
+    except BaselineError as exc:
+        fail(f"--baseline: {exc}")
+
+
+def _verdict(results: list[CaseResult], known: Baseline | None, path: str | None,
+             coverage_missing: bool = False) -> Exit:
+    """The exit code, against the baseline when there is one: only new failures, and listed cases
+    that now hold, fail the run."""
+    if known is None or path is None:
+        return verdict_exit(results, coverage_missing)
+    judged = judge_baseline(results, known)
+    for line in baseline_lines(judged, Path(path)):
+        click.echo(f"crashmatrix: {line}", err=True)
+    return verdict_exit(judged.new, coverage_missing or bool(judged.fixed))
 
 
 @click.command("list")
@@ -900,8 +931,13 @@ def _merged_record(inputs: list[_Input], merged: list[CaseResult]) -> RunRecord 
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--overwrite", is_flag=True,
               help="Replace result files in OUT even when no crashmatrix run wrote them there.")
-def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) -> None:
+@click.option("--baseline", "baseline_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Known failures, as on `run`: the merged matrix fails only on new failures and "
+                   "on listed cases that now hold.")
+def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool,
+           baseline_file: str | None) -> None:
     """Combine the results of the shards of one matrix into one results.jsonl and run.json."""
+    known = _baseline(baseline_file)
     out_dir = Path(out)
     _claim_out(out_dir, overwrite)
     shards = _merge_inputs(inputs)
@@ -946,7 +982,7 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool) ->
     if completeness.state is Completion.INCOMPLETE:
         sys.exit(int(Exit.HARNESS))
     refuse_uncrashed(merged)
-    sys.exit(int(verdict_exit(merged)))
+    sys.exit(int(_verdict(merged, known, baseline_file)))
 
 
 def refuse_uncrashed(results: list[CaseResult]) -> None:

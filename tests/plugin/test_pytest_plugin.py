@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -171,3 +172,25 @@ def test_crash_states_are_refused_for_an_agent_that_does_not_declare_its_state_i
                                         "--crashmatrix-agent", "toyagent.adapter:AGENT")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--crashmatrix-states: agent*does not declare 'state-in-tree'*"])
+
+
+def test_a_baseline_makes_known_failures_xfail_and_one_holding_now_fail(pytester: pytest.Pytester) -> None:
+    """Issue 34, item 2: the suite is green with its known failures listed (from the ini file, as
+    a project pins it), red on one not listed, and red (XPASS, strict) on a listed case that holds."""
+    d = _scenario_dir(pytester, "never-said")
+    pytester.makefile(".json", known=json.dumps({"format": 1, "cases": {"tiny/none": ["scenario-oracle"]}}))
+    pytester.makeini("[pytest]\ncrashmatrix_baseline = known.json\n")
+    known = pytester.runpytest_subprocess(*_args(d), "-k", "none", "-rx")
+    known.assert_outcomes(xfailed=1)
+    known.stdout.fnmatch_lines(["*known failure (baseline): scenario-oracle*"])
+    pytester.makefile(".json", other=json.dumps({"format": 1, "cases": {}}))
+    new = pytester.runpytest_subprocess(*_args(d), "-k", "none", "--crashmatrix-baseline", "other.json")
+    new.assert_outcomes(failed=1)
+    # The same case holds with an expectation the agent meets.
+    (Path(d) / "tiny.toml").write_text(TINY.replace("EXPECTED", "alpha"), encoding="utf-8")
+    fixed = pytester.runpytest_subprocess(*_args(d), "-k", "none")
+    fixed.assert_outcomes(failed=1)
+    fixed.stdout.fnmatch_lines(["*tiny/none: XPASS(strict): listed as a known failure*remove it*"])
+    bad = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-baseline", "nope.json")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--crashmatrix-baseline: nope.json: no such baseline file*"])
