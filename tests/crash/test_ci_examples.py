@@ -8,6 +8,7 @@ never satisfy a check).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -213,3 +214,68 @@ def test_recipe_commands_run_and_a_missing_shard_fails_the_merge(tmp_path: Path,
     proc = _sh(report, partial, merge_env)
     assert proc.returncode == 3
     assert "INCOMPLETE" in (partial / "merged" / "summary.md").read_text(encoding="utf-8")
+
+
+APP = "app-github-actions.yml"
+SUPPORT = ROOT / "examples" / "support_app"
+
+
+def app_problems(text: str) -> list[str]:
+    """Why the recipe for a user's app could go green with a new failure, or stay red on a known one."""
+    out = [f"{s!r} swallows a failure" for s in SWALLOWERS if s in code(text)]
+    cmds = commands(text)
+    if [c.split()[1] for c in cmds] != ["run", "merge", "report"]:
+        return [*out, f"expected run, merge, report in that order, found {cmds}"]
+    run, merge, report = cmds
+    wanted = ('--shard "$SHARD/$SHARDS"', '--out "out-$SHARD"', '--baseline "$BASELINE"', '--agent "$AGENT"')
+    for want in wanted:
+        if want not in run:
+            out.append(f"{run!r}: want {want}")
+    if merge != 'crashmatrix merge out-* --out merged --baseline "$BASELINE"':
+        out.append(f"{merge!r}: want the merge judged against the baseline")
+    if report != "crashmatrix report merged":
+        out.append(f"{report!r}: want `crashmatrix report merged`")
+    try:
+        out += github_problems(text)
+    except AssertionError as exc:
+        out.append(str(exc))
+    return out
+
+
+def test_the_app_recipe_has_nothing_that_could_report_green() -> None:
+    text = (CI / APP).read_text(encoding="utf-8")
+    assert app_problems(text) == []
+    for mutation in ("run || true", "no merge", "no always", "continue-on-error"):
+        assert app_problems(MUTATIONS[mutation](text)), mutation
+    assert app_problems(text.replace(' --baseline "$BASELINE"', "", 1)), "a shard run without the baseline"
+
+
+def test_the_app_recipe_runs_and_keeps_its_exit_codes(tmp_path: Path) -> None:
+    """Issue 34, item 3: the support example's matrix in two shards against its baseline: green
+    with its known failures; red, naming the case, when the baseline forgets one."""
+    text = (CI / APP).read_text(encoding="utf-8")
+    run, merge, report = commands(text)
+    app = tmp_path / "support_app"
+    shutil.copytree(SUPPORT, app, ignore=shutil.ignore_patterns("__pycache__", "out-*", "merged"))
+    agent = re.search(r'^  AGENT: "([^"]+)"', text, re.M)
+    baseline = re.search(r"^  BASELINE: (\S+)", text, re.M)
+    assert agent
+    assert baseline
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_"))}
+    env |= {"AGENT": agent[1], "BASELINE": baseline[1], "SHARDS": "2"}
+    for k in (1, 2):
+        proc = _sh(run, app, {**env, "SHARD": str(k)})
+        assert proc.returncode == 0, (run, proc.stderr[-3000:])
+    proc = _sh(merge, app, env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    known = json.loads((app / baseline[1]).read_text(encoding="utf-8"))["cases"]
+    assert f"{len(known)} known failure(s) failed again, 0 new, 0 now hold" in proc.stderr
+    assert _sh(report, app, env).returncode == 0
+    assert (app / "merged" / "report.html").stat().st_size > 0
+    forgotten = sorted(known)[0]
+    (app / baseline[1]).write_text(json.dumps({"format": 1, "cases": {
+        c: v for c, v in known.items() if c != forgotten}}), encoding="utf-8")
+    shutil.rmtree(app / "merged")
+    proc = _sh(merge, app, env)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    assert f"new failure: {forgotten} [" in proc.stderr
