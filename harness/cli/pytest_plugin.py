@@ -47,6 +47,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--crashmatrix-fault", action="append", default=[], metavar="NAME",
                     help="fault kind to enumerate (repeatable; default: kill, second, torn; with "
                          "power, the agent is run with fsync on)")
+    # A project pins its matrix in its ini file; the command-line options override each key.
+    parser.addini("crashmatrix_scenarios", "scenario folders for --crashmatrix (relative to the ini "
+                  "file; as --crashmatrix-scenarios)", type="paths", default=[])
+    parser.addini("crashmatrix_scenario", "scenarios to collect (as --crashmatrix-scenario)",
+                  type="args", default=[])
+    parser.addini("crashmatrix_fault", "fault kinds to enumerate (as --crashmatrix-fault)",
+                  type="args", default=[])
+    parser.addini("crashmatrix_states", "start crash cases from crash states (as --crashmatrix-states)",
+                  type="bool", default=False)
     group.addoption("--crashmatrix-baseline", default=None, metavar="FILE",
                     help="known failures (`crashmatrix baseline` writes them): a listed case that "
                          "fails again is xfail; one that holds now fails as XPASS(strict) would "
@@ -59,9 +68,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "declares state-in-tree)")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here, so a project running pytest with --strict-markers can select by it.
+    config.addinivalue_line("markers", "crash: a crash case of crashmatrix (collected by --crashmatrix)")
+
+
 def _agent_name(config: pytest.Config) -> str:
     """--crashmatrix-agent, else the `crashmatrix_agent` ini value (a project pins its agent)."""
     return str(config.getoption("crashmatrix_agent") or config.getini("crashmatrix_agent"))
+
+
+def _scenario_dirs(config: pytest.Config) -> list[str]:
+    given = config.getoption("crashmatrix_scenarios")
+    return list(given) if given else [str(p) for p in config.getini("crashmatrix_scenarios")]
+
+
+def _scenario_names(config: pytest.Config) -> list[str]:
+    return list(config.getoption("crashmatrix_scenario") or config.getini("crashmatrix_scenario"))
+
+
+def _fault_names(config: pytest.Config) -> list[str]:
+    return list(config.getoption("crashmatrix_fault") or config.getini("crashmatrix_fault"))
+
+
+def _states_on(config: pytest.Config) -> bool:
+    return bool(config.getoption("crashmatrix_states") or config.getini("crashmatrix_states"))
 
 
 def _baseline_of(config: pytest.Config) -> Baseline | None:
@@ -103,7 +134,7 @@ class _Host:
             adapter = resolve_agent(_agent_name(config))
         except AgentChoiceError as exc:
             raise pytest.UsageError(f"--crashmatrix-agent: {exc}") from None
-        named = tuple(dict.fromkeys(config.getoption("crashmatrix_fault")))
+        named = tuple(dict.fromkeys(_fault_names(config)))
         self.faults: tuple[str, ...] | None = named or None
         problems = check_selection(named, adapter)
         if problems:
@@ -127,14 +158,14 @@ class _Host:
             adapter=adapter, provider=self.provider, downstream=self.downstream,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
             agent_ref=_agent_name(config), fsync=power, spawner=self.spawner)
-        self.dirs: list[str] = list(config.getoption("crashmatrix_scenarios"))
+        self.dirs: list[str] = _scenario_dirs(config)
         self.baseline = _baseline_of(config)
         # --crashmatrix-states: collection's recording keeps its snapshots, and each test starts
         # from its own (crash_states.py). Items run one at a time per worker: a shared recovery
         # or a second-process host is run by the first test that needs it, within that test.
         self.states: CrashStates | None = None
         self.recordings: dict[str, Observation] = {}
-        if config.getoption("crashmatrix_states"):
+        if _states_on(config):
             from crashmatrix.harness.execution.crash_states import CrashStates  # noqa: PLC0415
             from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
 
@@ -272,8 +303,10 @@ class MatrixCollector(pytest.Collector):
             if host.states is not None:
                 host.states.expect(cases)  # second-process cases of one recording share a host
             for case in [Case(scenario.name), *cases]:
-                yield CaseItem.from_parent(self, name=case.case_id, case=case, scenario=scenario,
-                                           crashes=len(cases))
+                item = CaseItem.from_parent(self, name=case.case_id, case=case, scenario=scenario,
+                                            crashes=len(cases))
+                item.add_marker(pytest.mark.crash)  # `-m crash` selects them, `-m "not crash"` the rest
+                yield item
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
@@ -282,8 +315,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         return
     from crashmatrix.scenarios import ScenarioError, load_all, resolve  # noqa: PLC0415
 
-    names = config.getoption("crashmatrix_scenario")
-    dirs = config.getoption("crashmatrix_scenarios")
+    names = _scenario_names(config)
+    dirs = _scenario_dirs(config)
     try:
         scenarios = resolve(names, dirs) if names else list(load_all(dirs).values())
     except ScenarioError as exc:
