@@ -16,10 +16,13 @@ import pytest
 from crashmatrix.harness.records.results import DEFAULT_AGENT, DEFAULT_TIMEOUT_S
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from crashmatrix.harness.execution.crash_states import CrashStates
     from crashmatrix.harness.records.baseline import Baseline
     from crashmatrix.harness.records.case import Case
     from crashmatrix.harness.records.observation import Observation
+    from crashmatrix.harness.records.results import CaseResult
     from crashmatrix.scenarios.model import Scenario
 
 # The harness is imported only when --crashmatrix is given: the plugin is installed with the
@@ -71,6 +74,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # Registered here, so a project running pytest with --strict-markers can select by it.
     config.addinivalue_line("markers", "crash: a crash case of crashmatrix (collected by --crashmatrix)")
+
+
+@pytest.fixture
+def crashmatrix_run(pytestconfig: pytest.Config) -> Callable[..., list[CaseResult]]:
+    """`crashmatrix.harness.api.run_matrix`, its defaults the project's ini values (agent,
+    scenario folders and names, faults): a test runs a matrix, or one case, and asserts on it."""
+    from crashmatrix.harness.api import run_matrix  # noqa: PLC0415 - inert unless used
+
+    defaults: dict[str, Any] = {"agent": _agent_name(pytestconfig), "faults": _fault_names(pytestconfig),
+                                "scenario_dirs": _scenario_dirs(pytestconfig),
+                                "scenarios": _scenario_names(pytestconfig)}
+
+    def run(**given: Any) -> list[CaseResult]:
+        return run_matrix(**{**defaults, **given})
+
+    return run
 
 
 def _agent_name(config: pytest.Config) -> str:

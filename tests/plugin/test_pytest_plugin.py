@@ -194,3 +194,31 @@ def test_a_baseline_makes_known_failures_xfail_and_one_holding_now_fail(pytester
     bad = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-baseline", "nope.json")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--crashmatrix-baseline: nope.json: no such baseline file*"])
+
+
+def test_a_users_test_runs_a_matrix_and_asserts_on_its_results(pytester: pytest.Pytester) -> None:
+    """Issue 34, item 1: the `crashmatrix_run` fixture, its defaults from the ini file."""
+    d = _scenario_dir(pytester, "alpha")
+    pytester.makeini(f"[pytest]\ncrashmatrix_scenarios = {d}\ncrashmatrix_scenario = tiny\n")
+    pytester.makepyfile(test_mine='''
+import pytest
+from crashmatrix.harness.api import MatrixError
+
+def test_the_whole_matrix_holds(crashmatrix_run):
+    results = crashmatrix_run()
+    assert results and all(r.ok for r in results), [r.case for r in results if not r.ok]
+    assert {r.scenario for r in results} == {"tiny"}
+
+def test_one_case(crashmatrix_run):
+    everything = [r.case for r in crashmatrix_run()]
+    one = next(c for c in everything if c != "tiny/none")
+    assert [r.case for r in crashmatrix_run(cases=[one])] == sorted([one, "tiny/none"])
+
+def test_a_bad_argument_names_what_is_wrong(crashmatrix_run):
+    with pytest.raises(MatrixError, match="unknown agent 'bogus'"):
+        crashmatrix_run(agent="bogus")
+    with pytest.raises(MatrixError, match="is not in the matrix"):
+        crashmatrix_run(cases=["tiny/99:nothing:here/kill"])
+''')
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_mine.py")
+    result.assert_outcomes(passed=3)
