@@ -22,6 +22,9 @@ an injected error, a black-box step), or a parent run without snapshots runs as 
 scenario's inputs and cancels delivered at events are part of the state: the snapshot at an event
 is taken after that event's delivery (a kill there comes after it too), the items delivered by
 then are in the key, and the recovery is given the rest at their events.
+
+Snapshots are bounded (snapshot_limits.py): a state over a bound, or past its recording's or the
+matrix's caps, is not kept, and its crash points run as real kills (`Tally.unkept_lines` says why).
 """
 
 from __future__ import annotations
@@ -37,8 +40,12 @@ from crashmatrix.fakes.case import CaseState
 from crashmatrix.fakes.records import RequestRecord
 from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.execution import states
+from crashmatrix.harness.execution.audit import Contents, workspace_of
 from crashmatrix.harness.execution.freeze_chain import FreezeChain, Outcome
-from crashmatrix.harness.execution.runner import Capture, CaseRunner, Start, case_dir_name, request_of
+from crashmatrix.harness.execution.runner import CaseRunner, Start, case_dir_name, request_of
+from crashmatrix.harness.execution.snapshot_audit import contents
+from crashmatrix.harness.execution.snapshot_capture import BoundedCapture, Budget, Why, observation_bytes
+from crashmatrix.harness.execution.snapshot_limits import LIMITS, Limits, Refusal, Refused
 from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
 from crashmatrix.harness.faults.kill import KILL
@@ -59,6 +66,8 @@ class _Execution:
     snaps: dict[int, states.Snapshot]
     workspace_before: dict[str, str]
     obs: Observation | None = None
+    refused: dict[int, Why] = field(default_factory=dict)  # events with no snapshot, and why
+    witnessed: dict[int, dict[str, str]] = field(default_factory=dict)  # BoundedCapture.witnessed
     origin: tuple[states.Snapshot, str] | None = None
     hostable: bool = False
     settle_unchanged: bool = False
@@ -78,6 +87,8 @@ class _Tail:
     settle_unchanged: bool = False
     requests_before: int = 0  # the owner's requests before the recovery (its snapshot's log)
     dir_name: str = ""  # the owner's case directory: the observation's paths name it
+    refused: dict[int, Why] = field(default_factory=dict)
+    witnessed: dict[int, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -89,6 +100,22 @@ class Tally:
     distinct: Counter[str] = field(default_factory=Counter)
     frozen: Counter[str] = field(default_factory=Counter)
     hosts: Counter[str] = field(default_factory=Counter)
+    # Crash points run as real kills because their state was not kept, by scenario and why, and
+    # the first such state's detail (what was over which bound).
+    unkept: Counter[tuple[str, Refusal]] = field(default_factory=Counter)
+    unkept_detail: dict[tuple[str, Refusal], str] = field(default_factory=dict)
+    # Recoveries not kept, the matrix's budget spent: for sharing (a later case with their state
+    # runs its own), nor for their children (which run as real kills).
+    unshared: Counter[str] = field(default_factory=Counter)
+
+    def unkept_lines(self) -> list[str]:
+        """One line per scenario and reason: how many crash points ran as real kills, and why."""
+        return [f"{scenario}: {n} crash point{'' if n == 1 else 's'} ran as real kills, their states "
+                f"not kept ({reason.value}: {self.unkept_detail[scenario, reason]})"
+                for (scenario, reason), n in sorted(self.unkept.items())] + [
+            f"{scenario}: {n} recover{'y' if n == 1 else 'ies'} not kept for later cases "
+            f"({Refusal.MATRIX.value}: the matrix's snapshots and recoveries held what they may)"
+            for scenario, n in sorted(self.unshared.items())]
 
 
 class CrashStates:
@@ -96,8 +123,13 @@ class CrashStates:
     `root/.states/<scenario>/`, until the matrix has no case of that scenario left to finish
     (`forget`): a later case may map to any state of it, so none goes earlier."""
 
-    def __init__(self, runner: CaseRunner, root: Path, jobs: int = 1) -> None:
+    def __init__(self, runner: CaseRunner, root: Path, jobs: int = 1, limits: Limits = LIMITS,
+                 witness: bool = False) -> None:
         self.runner = runner
+        self.limits = limits  # what one state, one recording's snapshots and all of them may hold
+        self.budget = Budget(limits.matrix_bytes)
+        self._charged: Counter[str] = Counter()  # per scenario: what its kept snapshots hold
+        self.witness = witness  # --audit-states: keep the audit's own reading beside each snapshot
         # Agents run by at most `jobs` cases at once; the matrix has more threads than that, so
         # a case waiting for a shared recovery does not keep another from running.
         self.running = threading.BoundedSemaphore(max(1, jobs))
@@ -124,13 +156,20 @@ class CrashStates:
         snapshots of its finishing incarnation when it will have children."""
         capture = None
         if may_extend and not case.blackbox:
-            capture = Capture(case.depth + 1)
-        with self.running:
-            obs = self.runner.run(case, scenario, capture=capture, settled=self.settled)
+            capture = self._capture(case.depth + 1)
+        try:
+            with self.running:
+                obs = self.runner.run(case, scenario, capture=capture, settled=self.settled)
+        except BaseException:
+            self._charge(case, capture, kept=False)
+            raise
         # A run with a second process in it (`second`) is not a prefix a state can stand for: its
         # intruder is part of what its children must be judged on, so they run as real kills.
-        if capture is not None and not obs.intrusions:
+        kept = capture is not None and not obs.intrusions
+        self._charge(case, capture, kept)
+        if capture is not None and kept:
             self._keep(case, _Execution(obs.incarnations, capture.snaps, obs.workspace_before, obs,
+                                        refused=capture.refused, witnessed=capture.witnessed,
                                         hostable=case.depth == 0,
                                         settle_unchanged=capture.settle_unchanged, group=case.case_id))
         return obs
@@ -169,7 +208,16 @@ class CrashStates:
             return (parent.obs is not None and parent.settle_unchanged and step in expected
                     and (chain is None or step.n in chain.outcomes)
                     and (parent.hostable or parent.origin is not None))
-        return at_crash_of(fault) is AtCrash.KILL and step.n in parent.snaps
+        if at_crash_of(fault) is not AtCrash.KILL:
+            return False
+        if step.n in parent.snaps:
+            return True
+        why = parent.refused.get(step.n)
+        if why is not None:  # the run says why (Tally.unkept_lines)
+            with self._lock:
+                self.tally.unkept[case.scenario, why[0]] += 1
+                self.tally.unkept_detail.setdefault((case.scenario, why[0]), why[1])
+        return False
 
     def forget(self, scenario: str) -> None:
         """No case of `scenario` is left to run: its snapshots and shared recoveries go."""
@@ -182,6 +230,7 @@ class CrashStates:
             for group in [g for g in self._expected if g[0] == scenario]:
                 del self._expected[group]
                 self._chains.pop(group, None)
+            self.budget.release(self._charged.pop(scenario, 0))
         remove_tree(self.root / scenario)
 
     def run(self, case: Case, scenario: Scenario, may_extend: bool) -> tuple[Observation, bool]:
@@ -210,6 +259,7 @@ class CrashStates:
         # Keyed without the fake's request log (`states.unlogged`): the recovery is shared by
         # crash points that differ only in requests made before; each case gets its own (below).
         # Its second-process children share a host only with cases of the same log too (`group`).
+        tree: states.Tree | None
         if step.fault == KILL.name:
             # A plain kill changes nothing after the kill: the snapshot is the state, keyed as it
             # is held (its own directory name masked), and written out only if this case runs it.
@@ -220,12 +270,19 @@ class CrashStates:
             spec = self.runner.spec_for(case_dir, scenario)
             self.runner.fault(step.fault).apply(self.runner.config.adapter, spec)
             accepted = recovering or self.runner.accepted(spec, prefix)
-            tree, dir_name, provider = states.read_tree(case_dir), case_dir.name, restored
+            dir_name, provider = case_dir.name, restored
+            try:
+                tree = states.read_tree(case_dir, self.limits)
+            except Refused:  # the fault left it over a bound: a key nothing else has, so not shared
+                tree = None
         context = (scenario.name, d, accepted, done)
-        key = states.tree_key(tree, dir_name, states.unlogged(provider), *context)
-        # Hashing the log costs a pass over every request's messages: only for a case that keeps
-        # its run for children of its own.
-        group = states.tree_key(tree, dir_name, provider, *context) if may_extend else key
+        if tree is None:
+            key = group = f"unkept:{case.case_id}"
+        else:
+            key = states.tree_key(tree, dir_name, states.unlogged(provider), *context)
+            # Hashing the log costs a pass over every request's messages: only for a case that
+            # keeps its run for children of its own.
+            group = states.tree_key(tree, dir_name, provider, *context) if may_extend else key
         with self._lock:
             self.tally.points[scenario.name] += 1
             future = self._shared.get(key)
@@ -238,14 +295,15 @@ class CrashStates:
             remove_tree(case_dir)  # a torn case's restored copy
             tail = future.result()
             obs, snaps = _spliced(tail, case, prefix, parent.workspace_before, delivered, snap)
-            if may_extend and snaps:
+            if may_extend and (snaps or tail.refused) and self._afford(case, observation_bytes(obs, True)):
                 self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs,
-                                            origin=(snap, step.fault), settle_unchanged=tail.settle_unchanged,
-                                            group=group))
+                                            refused=tail.refused, witnessed=tail.witnessed,
+                                            origin=(snap, step.fault),
+                                            settle_unchanged=tail.settle_unchanged, group=group))
             return obs, True
+        capture = self._capture(d + 1) if may_extend else None
         try:
             provider = restored if restored is not None else states.restore(snap, case_dir)
-            capture = Capture(d + 1) if may_extend else None
             with self.running:
                 obs = self.runner.run(case, scenario, start=Start(case_dir, provider, prefix,
                                                                   parent.workspace_before, accepted,
@@ -254,15 +312,28 @@ class CrashStates:
         except BaseException as exc:
             with self._lock:
                 self._shared.pop(key, None)  # not kept: a later case with this key runs it again
+            self._charge(case, capture, kept=False)
             future.set_exception(exc)
             raise
+        # Kept for later cases with this state, and (with its snapshots) for this case's children,
+        # while the matrix's budget lasts; else handed to the cases waiting for it now, and let go.
+        kept = self._afford(case, observation_bytes(obs))
+        self._charge(case, capture, kept)
         snaps = capture.snaps if capture is not None else {}
+        refused = capture.refused if capture is not None else {}
+        witnessed = capture.witnessed if capture is not None else {}
         unchanged = capture is not None and capture.settle_unchanged
-        if capture is not None and not obs.intrusions:
-            self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs,
-                                        origin=(snap, step.fault), settle_unchanged=unchanged, group=group))
+        if capture is not None and not obs.intrusions and kept:
+            self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs, refused,
+                                        witnessed, origin=(snap, step.fault), settle_unchanged=unchanged,
+                                        group=group))
+        if not kept:
+            with self._lock:
+                self.tally.unshared[scenario.name] += 1
+                if self._shared.get(key) is future:
+                    del self._shared[key]
         future.set_result(_Tail(obs, d, snaps, (snap, step.fault), unchanged,
-                                len(snap.provider.records), case_dir.name))
+                                len(snap.provider.records), case_dir.name, refused, witnessed))
         return obs, False
 
     def _frozen(self, case: Case, scenario: Scenario, parent: _Execution,
@@ -316,7 +387,56 @@ class CrashStates:
         finally:
             chain.finish(obs if obs is not None and chain.perturbed is not None else None)
 
+    def real_kill(self, case: Case, scenario: Scenario,
+                  from_state: Observation) -> tuple[Observation, Contents, Contents]:
+        """`case` run again as a real kill (`--audit-states`), and what the audit compares of
+        the two besides counts (audit.Contents): the workspace each ended with, and the tree at
+        the crash: the case's state restored, against the tree its recording had there (read by
+        the audit's own reader when the snapshot was taken: `witness`). A second-process case
+        was served by a host, from no state of its own: its workspace alone is compared."""
+        step = case.schedule[-1]
+        with self._lock:
+            parent = self._execs.get(_parent(case).case_id)
+        kill = at_crash_of(self.runner.fault(step.fault)) is AtCrash.KILL
+        snap = parent.snaps.get(step.n) if parent is not None and kill else None
+        left = parent.witnessed.get(step.n) if parent is not None and kill else None
+        restored: dict[str, str] | None = None
+        if snap is not None and left is not None:
+            case_dir = self.runner.config.work_root / case_dir_name(case)
+            remove_tree(case_dir)
+            states.restore(snap, case_dir)
+            try:
+                restored = contents(case_dir)
+            finally:
+                remove_tree(case_dir)
+        real = self.runner.run(case, scenario)
+        return (real, Contents(restored, workspace_of(from_state)),
+                Contents(left if restored is not None else None, workspace_of(real)))
+
     # -- internals -------------------------------------------------------------------------
+    def _capture(self, incarnation: int) -> BoundedCapture:
+        return BoundedCapture(incarnation, limits=self.limits, budget=self.budget, witness=self.witness)
+
+    def _afford(self, case: Case, n: int) -> bool:
+        """Charge `n` bytes kept until the case's scenario is forgotten; False when the budget
+        cannot take them (nothing is charged then)."""
+        if not self.budget.charge(n):
+            return False
+        with self._lock:
+            self._charged[case.scenario] += n
+        return True
+
+    def _charge(self, case: Case, capture: BoundedCapture | None, kept: bool) -> None:
+        """What `capture` charged to the budget stays charged until its scenario is forgotten
+        when its snapshots are kept, else is released now."""
+        if capture is None:
+            return
+        if not kept:
+            self.budget.release(capture.held)
+            return
+        with self._lock:
+            self._charged[case.scenario] += capture.held
+
     def _accepted(self, snap: states.Snapshot, scenario: Scenario, prefix: list[IncarnationRecord]) -> bool:
         """`runner.accepted` for a case killed where `snap` was taken: from its events when they
         decide it, else from the store, read from a copy written once per distinct tree."""

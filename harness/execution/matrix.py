@@ -72,7 +72,8 @@ class Matrix:
         self.enumerated = False
         self.enumerated_ids: set[str] = set()  # every case id enumerated (what --case may name)
         adapter = config.runner.adapter
-        self.states = (CrashStates(self.runner, config.runner.work_root, config.jobs)
+        self.states = (CrashStates(self.runner, config.runner.work_root, config.jobs,
+                                   witness=config.audit_states > 0)
                        if config.states and CrashStates.supported(adapter.capabilities) else None)
         # Scenarios whose crash-free run did not do its job (`_undone`): their crash cases are
         # not run, since every one would repeat that failure and hide what a crash adds.
@@ -110,8 +111,9 @@ class Matrix:
         result = self._evaluate(obs, scenario, started)
         if from_state and self.states is not None and audited(case, self.config.audit_states):
             with self.states.running:
-                real = self._evaluate(self.runner.run(case, scenario), scenario, time.monotonic())
-            result = compared(result, real)
+                real_obs, ours, theirs = self.states.real_kill(case, scenario, obs)
+                real = self._evaluate(real_obs, scenario, time.monotonic())
+            result = compared(result, real, ours, theirs)
         return result
 
     def _evaluate(self, obs: Observation, scenario: Scenario, started: float) -> CaseResult:

@@ -3,9 +3,12 @@
 A SIGKILL keeps the page cache, so what a kill at event k leaves is the case tree (session and
 workspace) as it stands while the agent waits at event k, plus the fake provider's state (its
 request log, its fault schedule, its stored responses). `take` reads both into memory (a tree
-byte-identical to the previous event's is shared, not copied); `restore` writes them into another
-case directory, and a case then starts from that state with `recover`, as after a real kill,
-without running the incarnation up to the crash again (issue 17).
+byte-identical to the previous event's is shared, not copied, and so is each unchanged file); every
+kind of entry an agent can make without privilege is kept (files by their data extents, FIFOs and
+sockets as nodes: snapshot_files.py), and a tree over the bounds of snapshot_limits.py is refused,
+its crash points left to real kills. `restore` writes them into another case directory, and a case
+then starts from that state with `recover`, as after a real kill, without running the incarnation
+up to the crash again (issue 17).
 
 Paths inside the tree name the directory they were written in (our agent's config holds its
 workspace's absolute path, the provider URL holds the case key). Case directories are all named
@@ -24,6 +27,7 @@ import json
 import os
 import stat
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,24 +35,30 @@ from typing import Any
 
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.fakes.records import RequestRecord
+from crashmatrix.harness.execution.snapshot_files import Data, make_node, read_data, write_data
+from crashmatrix.harness.execution.snapshot_limits import LIMITS, Limits, Refusal, Refused
 from crashmatrix.harness.records.observation import IncarnationRecord
 
 TREE = ("session", "ws")  # what a case directory holds that the agent reads and writes
 MASK = "\0case-dir\0"  # stands for the directory's name in a key
 
-# One entry of a tree: its path relative to the case directory, its st_mode (type and permission
-# bits), and its content: a file's bytes, a link's target, None for a directory.
-Entry = tuple[str, int, bytes | None]
+# One entry of a tree: its path relative to the case directory, its st_mode (its kind and
+# permission bits), and its content: a regular file's data, a link's target, None for a directory,
+# a FIFO or a socket (a device is refused: snapshot_limits.Refusal.DEVICE).
+Entry = tuple[str, int, Data | bytes | None]
 
 
 class Tree:
     """A case tree read into memory (`read_tree`): what a snapshot keeps. Immutable; its digest
-    with a directory name masked is computed once."""
+    with a directory name masked is computed once. `held`: the bytes it holds (file data, link
+    targets); `fresh`: those not shared with the tree it was read after (what keeping it costs)."""
 
-    __slots__ = ("_digests", "entries")
+    __slots__ = ("_digests", "entries", "fresh", "held")
 
-    def __init__(self, entries: tuple[Entry, ...]) -> None:
+    def __init__(self, entries: tuple[Entry, ...], fresh: int | None = None) -> None:
         self.entries = entries
+        self.held = sum(_held(content) for _, _, content in entries)
+        self.fresh = self.held if fresh is None else fresh
         self._digests: dict[str, bytes] = {}
 
     def digest(self, dir_name: str) -> bytes:
@@ -58,14 +68,20 @@ class Tree:
         if found is None:
             masked, mask = dir_name.encode(), MASK.encode()
             h = hashlib.sha256()
-            for rel, mode, data in self.entries:
+            for rel, mode, content in self.entries:
                 head = f"{rel}\0{mode:o}".encode()
                 h.update(len(head).to_bytes(4, "big") + head)
-                if data is not None:
-                    content = data.replace(masked, mask)
-                    h.update(len(content).to_bytes(8, "big") + content)
+                if isinstance(content, Data):
+                    h.update(content.digest(masked, mask))
+                elif content is not None:
+                    target = content.replace(masked, mask)
+                    h.update(len(target).to_bytes(8, "big") + target)
             found = self._digests[dir_name] = h.digest()
         return found
+
+    def files(self) -> dict[str, Data]:
+        """Path -> data of every regular file."""
+        return {rel: content for rel, _, content in self.entries if isinstance(content, Data)}
 
 
 @dataclass(frozen=True)
@@ -79,27 +95,31 @@ class Snapshot:
     event: int
 
 
-def read_tree(root: Path) -> Tree:
+def read_tree(root: Path, limits: Limits = LIMITS, previous: Tree | None = None) -> Tree:
     """The tree of case directory `root`, each directory before what it holds (entries in name
-    order); links are kept as links, never followed. Plain string paths: this runs at every
-    event of a recording, and pathlib's joins were a third of its cost."""
-    entries: list[Entry] = []
+    order); links are kept as links, never followed; files by their data (snapshot_files.py).
+    Refused when it is over `limits` or cannot be read whole. A file as it was in `previous` is
+    that tree's object. Plain string paths: this runs at every event of a recording, and
+    pathlib's joins were a third of its cost."""
+    reader = _Reader(limits, previous.files() if previous is not None else {})
     base = os.fspath(root)
     for part in TREE:
         top = os.path.join(base, part)
         if os.path.isdir(top):
-            entries.append((part, os.lstat(top).st_mode, None))
-            _walk(top, part, entries)
-    return Tree(tuple(entries))
+            reader.entries.append((part, os.lstat(top).st_mode, None))
+            reader.walk(top, part)
+    return Tree(tuple(reader.entries), reader.fresh)
 
 
 def take(case_dir: Path, provider: CaseState, incarnation: int, event: int,
-         previous: Snapshot | None = None) -> Snapshot:
+         previous: Snapshot | None = None, limits: Limits = LIMITS) -> Snapshot:
     """Read the tree of `case_dir` (the agent is waiting at the event: nothing moves). When it
-    is byte-identical to `previous`'s, that tree is shared (and so is its digest)."""
-    tree = read_tree(case_dir)
-    if previous is not None and previous.dir_name == case_dir.name and previous.tree.entries == tree.entries:
-        tree = previous.tree
+    is byte-identical to `previous`'s, that tree is shared (and so is its digest), and so is
+    each file that is. Refused when the tree is over `limits`."""
+    same = previous if previous is not None and previous.dir_name == case_dir.name else None
+    tree = read_tree(case_dir, limits, same.tree if same is not None else None)
+    if same is not None and same.tree.entries == tree.entries:
+        tree = same.tree
     return Snapshot(tree, case_dir.name, provider, incarnation, event)
 
 
@@ -111,53 +131,95 @@ def restore(snap: Snapshot, case_dir: Path) -> CaseState:
         raise ValueError(f"case directory names differ in length: {old!r}, {new!r}")
     case_dir.mkdir(parents=True, exist_ok=True)
     before, after = old.encode(), new.encode()
-    dirs: list[tuple[Path, int]] = []
-    for rel, mode, data in snap.tree.entries:
-        path = case_dir / rel
-        if data is None:
-            path.mkdir(parents=True, exist_ok=True)
+    base = os.fspath(case_dir)
+    dirs: list[tuple[str, int]] = []
+    for rel, mode, content in snap.tree.entries:
+        path = os.path.join(base, rel)
+        if stat.S_ISDIR(mode):
+            os.makedirs(path, exist_ok=True)
             dirs.append((path, mode))
-        elif stat.S_ISLNK(mode):
-            os.symlink(data.replace(before, after), path)
+            continue
+        if isinstance(content, Data):
+            write_data(path, content, before, after)
+        elif stat.S_ISLNK(mode) and content is not None:
+            os.symlink(content.replace(before, after), path)
+            continue  # a link's own permission bits mean nothing on Linux
         else:
-            with open(path, "wb") as f:
-                f.write(data.replace(before, after))
-            os.chmod(path, stat.S_IMODE(mode))
+            make_node(path, mode)
+        os.chmod(path, stat.S_IMODE(mode))
     for path, mode in reversed(dirs):  # last: a read-only directory is written into first
         os.chmod(path, stat.S_IMODE(mode))
     return renamed(snap.provider, old, new)
 
 
-def _walk(path: str, rel: str, entries: list[Entry]) -> None:
-    """Append what directory `path` (`rel` in the tree) holds: directories (an empty one is state
-    too), regular files and symbolic links, in name order, each directory before its contents.
-    With a stack, not recursion: an agent's tree may be any depth deep (trees.py)."""
-    pending: list[Iterator[os.DirEntry[str]]] = []
-    rels: list[str] = []
+class _Reader:
+    """One reading of a tree: its entries so far, what its files' data add up to, and what of
+    it is new since the previous tree."""
 
-    def listed(where: str) -> Iterator[os.DirEntry[str]]:
-        with os.scandir(where) as listing:
-            return iter(sorted(listing, key=lambda e: e.name))
+    def __init__(self, limits: Limits, before: dict[str, Data]) -> None:
+        self.limits = limits
+        self.before = before
+        self.entries: list[Entry] = []
+        self.used = 0  # bytes held so far
+        self.fresh = 0  # of them, in objects the previous tree did not have
 
-    pending.append(listed(path))
-    rels.append(rel)
-    while pending:
-        entry = next(pending[-1], None)
-        if entry is None:
-            pending.pop()
-            rels.pop()
-            continue
-        child = f"{rels[-1]}/{entry.name}"
-        mode = entry.stat(follow_symlinks=False).st_mode
+    def walk(self, path: str, rel: str) -> None:
+        """Append what directory `path` (`rel` in the tree) holds, in name order, each directory
+        before its contents (an empty one is state too). With a stack, not recursion: an agent's
+        tree may be any depth deep (trees.py)."""
+        pending: list[Iterator[os.DirEntry[str]]] = [self._listed(path, rel)]
+        rels: list[str] = [rel]
+        while pending:
+            entry = next(pending[-1], None)
+            if entry is None:
+                pending.pop()
+                rels.pop()
+                continue
+            child = f"{rels[-1]}/{entry.name}"
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError as exc:
+                raise Refused(Refusal.UNREADABLE, f"{child}: {exc.strerror}") from exc
+            if stat.S_ISDIR(mode):
+                self.entries.append((child, mode, None))
+                pending.append(self._listed(entry.path, child))
+                rels.append(child)
+            else:
+                self.entries.append((child, mode, self._content(entry.path, child, mode)))
+
+    def _content(self, path: str, rel: str, mode: int) -> Data | bytes | None:
         if stat.S_ISLNK(mode):
-            entries.append((child, mode, os.readlink(entry.path).encode(errors="surrogateescape")))
-        elif stat.S_ISREG(mode):
-            with open(entry.path, "rb") as f:
-                entries.append((child, mode, f.read()))
-        elif stat.S_ISDIR(mode):
-            entries.append((child, mode, None))
-            pending.append(listed(entry.path))
-            rels.append(child)
+            try:
+                target = os.readlink(path).encode(errors="surrogateescape")
+            except OSError as exc:
+                raise Refused(Refusal.UNREADABLE, f"{rel}: {exc.strerror}") from exc
+            self.used += len(target)
+            self.fresh += len(target)
+            return target
+        if stat.S_ISREG(mode):
+            same = self.before.get(rel)
+            data = read_data(path, rel, self.limits, self.used, same)
+            self.used += data.held
+            self.fresh += 0 if data is same else data.held
+            return data
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            return None
+        raise Refused(Refusal.DEVICE, f"{rel} is a device node, which a restore cannot make without "
+                                      "privilege")
+
+    @staticmethod
+    def _listed(where: str, rel: str) -> Iterator[os.DirEntry[str]]:
+        try:
+            with os.scandir(where) as listing:
+                return iter(sorted(listing, key=lambda e: e.name))
+        except OSError as exc:
+            raise Refused(Refusal.UNREADABLE, f"{rel}: {exc.strerror}") from exc
+
+
+def _held(content: Data | bytes | None) -> int:
+    if isinstance(content, Data):
+        return content.held
+    return 0 if content is None else len(content)
 
 
 def unlogged(provider: CaseState) -> CaseState:
@@ -181,8 +243,13 @@ def renamed(state: CaseState, old: str, new: str) -> CaseState:
 
 
 def key(case_dir: Path, provider: CaseState, *context: object) -> str:
-    """What recovery can observe in `case_dir`, hashed (`tree_key`)."""
-    return tree_key(read_tree(case_dir), case_dir.name, provider, *context)
+    """What recovery can observe in `case_dir`, hashed (`tree_key`). A tree over the bounds of a
+    state is not read: its key is one no other state has, so nothing is shared with it."""
+    try:
+        tree = read_tree(case_dir)
+    except Refused as exc:
+        return f"unkept:{exc.reason.value}:{uuid.uuid4().hex}"
+    return tree_key(tree, case_dir.name, provider, *context)
 
 
 def tree_key(tree: Tree, dir_name: str, provider: CaseState, *context: object) -> str:
