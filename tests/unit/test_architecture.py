@@ -147,8 +147,9 @@ LAYERS: list[tuple[str, tuple[str, ...], tuple[str, ...]]] = [
     # what any third-party adapter may (the interface, the records, the probe client), no more.
     ("framework integrations: adapters and hosts for apps on a framework", (C + "integrations",),
      (C + "integrations", C + "harness.adapters.interface", RECORDS, C + "probe", C + "agent.probe")),
+    # harness.api is the CLI's `run` as a function (a user's test calls it): the same layer.
     ("the CLI: the only layer that imports execution and renderers",
-     (C + "harness.cli", "crashmatrix=", C + "__main__="), ("crashmatrix",)),
+     (C + "harness.cli", C + "harness.api", "crashmatrix=", C + "__main__="), ("crashmatrix",)),
     ("package docs", (C + "harness=",), ()),
 ]
 
