@@ -35,8 +35,8 @@ def _dropped() -> str | None:
     return None
 
 
-@pytest.mark.parametrize("options", [[], ["--keep"], ["--fault", "power"], ["--black-box"]],
-                         ids=["kill", "keep", "power", "black-box"])
+@pytest.mark.parametrize("options", [[], ["--keep"], ["--fault", "power"], ["--black-box"], ["--states"]],
+                         ids=["kill", "keep", "power", "black-box", "states"])
 def test_a_mode_000_file_or_directory_leaves_the_run_standing(tmp_path: Path, options: list[str]) -> None:
     why = _dropped()
     if why is not None:
