@@ -20,6 +20,7 @@ from crashmatrix.harness.cli.compare import compare_cmd
 from crashmatrix.harness.cli.durability import durability
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.explore import explore
+from crashmatrix.harness.cli.merge import merge_
 from crashmatrix.harness.cli.mutants import mutants
 from crashmatrix.harness.cli.run import COMMANDS
 from crashmatrix.harness.cli.schema import schema
@@ -170,5 +171,5 @@ def entry() -> None:
 
 
 # The matrix commands live in crashmatrix.harness.cli.run; registered here so `main` is the one entry point.
-for _command in [*COMMANDS, compare_cmd, durability, bench, mutants, explore, schema, baseline]:
+for _command in [*COMMANDS, merge_, compare_cmd, durability, bench, mutants, explore, schema, baseline]:
     main.add_command(_command)

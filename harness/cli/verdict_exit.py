@@ -1,11 +1,20 @@
-"""How a matrix command's results become its exit code."""
+"""How a matrix command's results become its exit code: violations, scenario errors, a matrix
+that crashed nothing, and known failures (a baseline)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import click
 
-from crashmatrix.harness.cli.exitcodes import Exit
+from crashmatrix.harness.cli.exitcodes import Exit, fail
+from crashmatrix.harness.records.baseline import Baseline, BaselineError
+from crashmatrix.harness.records.baseline import judge as judge_baseline
+from crashmatrix.harness.records.baseline import lines as baseline_lines
+from crashmatrix.harness.records.baseline import read as read_baseline
 from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.uncrashed import uncrashed
 
 
 def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> Exit:
@@ -22,3 +31,35 @@ def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> E
                    err=True)
         return Exit.USAGE
     return Exit.VIOLATIONS if coverage_missing else Exit.HELD
+
+
+def baseline_of(path: str | None) -> Baseline | None:
+    """The --baseline file's known failures (None without one); a bad file ends the command (2)."""
+    if path is None:
+        return None
+    try:
+        return read_baseline(Path(path))
+    except BaselineError as exc:
+        fail(f"--baseline: {exc}")
+
+
+def verdict_against(results: list[CaseResult], known: Baseline | None, path: str | None,
+             coverage_missing: bool = False) -> Exit:
+    """The exit code, against the baseline when there is one: only new failures, and listed cases
+    that now hold, fail the run."""
+    if known is None or path is None:
+        return verdict_exit(results, coverage_missing)
+    judged = judge_baseline(results, known)
+    for line in baseline_lines(judged, Path(path)):
+        click.echo(f"crashmatrix: {line}", err=True)
+    return verdict_exit(judged.new, coverage_missing or bool(judged.fixed))
+
+
+def refuse_uncrashed(results: list[CaseResult]) -> None:
+    """Exit 3 when a scenario's matrix crashed nothing (issue 33, O1): saying why for each."""
+    idle = uncrashed(results)
+    for name, why in idle.items():
+        click.echo(f"crashmatrix: error: scenario {name}: no case crashed anything: {why}, so "
+                   "nothing about recovery was tested", err=True)
+    if idle:
+        sys.exit(int(Exit.HARNESS))
