@@ -44,7 +44,12 @@ def test_an_agent_sees_only_its_own_loopback(tmp_path: Path) -> None:
     out = tmp_path / "out"
     assert json.loads((out / "run.json").read_text(encoding="utf-8"))["network_exposed"] is None
     for name in ("summary.md", "report.html", "junit.xml"):
-        assert "not network-isolated" not in (out / name).read_text(encoding="utf-8"), name
+        text = (out / name).read_text(encoding="utf-8")
+        assert "not network-isolated" not in text, name
+        # Issue 34: each opens with the agent and what was judged, faults and depth.
+        for shown in ("tests.support.netprobe:ADAPTER", "invariants: ", "kill", "changelog-fast"):
+            assert shown in text, (name, shown)
+        assert "not judged" in text or "not-judged" in text, name
 
 
 def test_the_machines_network_is_kept_when_asked_and_said(tmp_path: Path) -> None:
