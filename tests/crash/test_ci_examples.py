@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -263,8 +264,10 @@ def test_the_app_recipe_runs_and_keeps_its_exit_codes(tmp_path: Path) -> None:
     assert baseline
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "CI_"))}
     env |= {"AGENT": agent[1], "BASELINE": baseline[1], "SHARDS": "2"}
-    for k in (1, 2):
-        proc = _sh(run, app, {**env, "SHARD": str(k)})
+    # The two shard jobs run side by side, as the CI runs them.
+    with ThreadPoolExecutor(2) as pool:
+        shards = list(pool.map(lambda k: _sh(run, app, {**env, "SHARD": str(k)}), (1, 2)))
+    for proc in shards:
         assert proc.returncode == 0, (run, proc.stderr[-3000:])
     proc = _sh(merge, app, env)
     assert proc.returncode == 0, proc.stderr[-3000:]

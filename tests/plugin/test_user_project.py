@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -31,32 +32,38 @@ def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=600, check=False)
 
 
-def test_a_users_suite_is_green_with_its_baseline_and_red_on_what_is_new(tmp_path: Path) -> None:
-    project = tmp_path / "support"
+def _project(where: Path, variant: str, cases: dict[str, list[str]] | None = None) -> Path:
+    """The support example copied out as a user's project: its app, its scenarios, its own test,
+    the plugin pinned in pyproject.toml, and its baseline (as committed, or `cases`)."""
+    project = where / f"support-{variant}"
     shutil.copytree(SUPPORT, project, ignore=shutil.ignore_patterns("__pycache__", "out-*", "merged"))
-    (project / "pyproject.toml").write_text(PYPROJECT.format(variant="broken"), encoding="utf-8")
+    (project / "pyproject.toml").write_text(PYPROJECT.format(variant=variant), encoding="utf-8")
     (project / "test_own.py").write_text(OWN_TEST, encoding="utf-8")
-    known = json.loads((project / "crashmatrix-baseline.json").read_text(encoding="utf-8"))["cases"]
-    assert len(known) == 2
+    if cases is not None:
+        (project / "crashmatrix-baseline.json").write_text(json.dumps({"format": 1, "cases": cases}),
+                                                           encoding="utf-8")
+    return project
 
-    green = _pytest(project)
+
+def test_a_users_suite_is_green_with_its_baseline_and_red_on_what_is_new(tmp_path: Path) -> None:
+    known = json.loads((SUPPORT / "crashmatrix-baseline.json").read_text(encoding="utf-8"))["cases"]
+    assert len(known) == 2
+    forgotten = sorted(known)[0]
+    projects = [_project(tmp_path / "green", "broken"),
+                _project(tmp_path / "red", "broken", {c: v for c, v in known.items() if c != forgotten}),
+                _project(tmp_path / "fixed", "fixed")]
+    # Three projects, three suites, run side by side (each is its own pytest process).
+    with ThreadPoolExecutor(3) as pool:
+        green, red, fixed = pool.map(_pytest, projects)
+
     assert green.returncode == 0, green.stdout[-3000:] + green.stderr[-3000:]
     assert "2 xfailed" in green.stdout
+    assert "2 passed" in green.stdout  # the project's own test and the recording, beside them
     assert "known failure (baseline): at-most-once, scenario-oracle" in green.stdout
-    only_own = _pytest(project, "-m", "not crash")
-    assert "1 passed" in only_own.stdout, only_own.stdout[-2000:]
 
-    forgotten = sorted(known)[0]
-    (project / "crashmatrix-baseline.json").write_text(json.dumps(
-        {"format": 1, "cases": {c: v for c, v in known.items() if c != forgotten}}), encoding="utf-8")
-    red = _pytest(project)
     assert red.returncode == 1, red.stdout[-3000:]
     assert f"FAILED crashmatrix::{forgotten}" in red.stdout
 
-    (project / "crashmatrix-baseline.json").write_text(json.dumps({"format": 1, "cases": known}),
-                                                       encoding="utf-8")
-    (project / "pyproject.toml").write_text(PYPROJECT.format(variant="fixed"), encoding="utf-8")
-    fixed = _pytest(project)
     assert fixed.returncode == 1, fixed.stdout[-3000:]
     for case in known:
         assert f"{case}: XPASS(strict): listed as a known failure" in fixed.stdout
