@@ -49,7 +49,7 @@ def _results(out: Path) -> dict[str, dict[str, Any]]:
 
 def test_a_toy_agent_named_by_path_holds_and_its_buggy_twin_is_caught(tmp_path: Path) -> None:
     good = _toy(tmp_path / "good")
-    proc = crashmatrix("run", "--agent", "toyagent.adapter:AGENT", "--scenario", "changelog",
+    proc = crashmatrix("run", "--agent", "toyagent.adapter:AGENT", "--scenario", "changelog-fast",
                        "--out", str(tmp_path / "good-out"), "--json", cwd=good)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     summary = json.loads(proc.stdout)
@@ -59,7 +59,7 @@ def test_a_toy_agent_named_by_path_holds_and_its_buggy_twin_is_caught(tmp_path: 
     assert {r["agent"] for r in results.values()} == {"toyagent.adapter:AGENT"}
 
     bad = _toy(tmp_path / "bad", rerun_started=True)
-    proc = crashmatrix("run", "--agent", "toyagent.adapter:AGENT", "--scenario", "changelog",
+    proc = crashmatrix("run", "--agent", "toyagent.adapter:AGENT", "--scenario", "changelog-fast",
                        "--out", str(tmp_path / "bad-out"), "--json", cwd=bad)
     assert proc.returncode == 1, proc.stderr
     bad_results = _results(tmp_path / "bad-out")
