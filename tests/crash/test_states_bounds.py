@@ -14,64 +14,16 @@ import pytest
 from crashmatrix.harness.execution.crash_states import CrashStates, Tally
 from crashmatrix.harness.execution.snapshot_limits import Limits, Refusal
 from crashmatrix.harness.records.results import CaseResult
+from tests.support.bash_scenario import bash_then_append
 from tests.support.planted import ROOT
 
 pytestmark = pytest.mark.crash
 KEYS = ("verdict", "branches", "commits", "requests", "exit_codes", "trace", "invariants")
 
-SCENARIO = """\
-description = "the agent's tool leaves {what} in the workspace"
-task = "Prepare the workspace, then append 'x' to CHANGELOG.md."
-
-[workspace]
-"CHANGELOG.md" = "# Changelog\\n\\n"
-
-[tools]
-enabled = ["read", "append_note", "bash"]
-
-[[script]]
-name = "prepare"
-when = {{ turns = 0 }}
-reply.tool_calls = [{{ tool = "bash", args = {{ command = "{command}; echo prepared" }} }}]
-
-[[script]]
-name = "append"
-when = {{ last_turn = {{ bash = ["ok", "error", "unknown"] }} }}
-reply.tool_calls = [{{ tool = "append_note", args = {{ path = "CHANGELOG.md", line = "x" }} }}]
-
-[[script]]
-name = "check"
-when = {{ last_turn = {{ append_note = "unknown" }} }}
-reply.tool_calls = [{{ tool = "read", args = {{ path = "CHANGELOG.md" }} }}]
-
-[[script]]
-name = "append-if-missing"
-when = {{ last_turn = {{ "read:CHANGELOG.md" = "ok" }}, lacks = {{ "read:CHANGELOG.md" = "x" }} }}
-reply.tool_calls = [{{ tool = "append_note", args = {{ path = "CHANGELOG.md", line = "x" }} }}]
-
-[[script]]
-name = "reread"
-when = {{ last_turn = {{ "read:CHANGELOG.md" = ["unknown", "error"] }} }}
-reply.tool_calls = [{{ tool = "read", args = {{ path = "CHANGELOG.md" }} }}]
-
-[[script]]
-name = "done"
-when = {{ min_turns = 1 }}
-reply.final = "done"
-
-[expect]
-outcome = "completed"
-
-[[expect.lines]]
-path = "CHANGELOG.md"
-line = "x"
-count = 1
-"""
-
-
 def scenario_dir(root: Path, name: str, what: str, command: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
-    (root / f"{name}.toml").write_text(SCENARIO.format(what=what, command=command), encoding="utf-8")
+    text = bash_then_append(f"{what} in the workspace", f"{command}; echo prepared")
+    (root / f"{name}.toml").write_text(text, encoding="utf-8")
     return root
 
 

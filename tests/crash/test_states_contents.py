@@ -16,7 +16,7 @@ pytestmark = pytest.mark.crash
 # The hostile kit's tree-fiforead: the bash tool leaves a FIFO, a socket and links in the
 # workspace (the socket bound by a process that then exits), and the agent reads the FIFO.
 NODES = ("rm -f fifo sock; mkfifo fifo; ln -s / rootlink; python3 -c "
-         "\\\"import socket; s = socket.socket(socket.AF_UNIX); s.bind('sock')\\\"")
+         "\"import socket; s = socket.socket(socket.AF_UNIX); s.bind('sock')\"")
 
 
 def observed(tmp_path: Path, states: bool, audit: float = 0.0) -> dict[str, Any]:

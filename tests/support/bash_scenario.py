@@ -34,6 +34,11 @@ when = {{ last_turn = {{ "read:CHANGELOG.md" = "ok" }}, lacks = {{ "read:CHANGEL
 reply.tool_calls = [{{ tool = "append_note", args = {{ path = "CHANGELOG.md", line = "x" }} }}]
 
 [[script]]
+name = "reread"
+when = {{ last_turn = {{ "read:CHANGELOG.md" = ["unknown", "error"] }} }}
+reply.tool_calls = [{{ tool = "read", args = {{ path = "CHANGELOG.md" }} }}]
+
+[[script]]
 name = "done"
 when = {{ min_turns = 1 }}
 reply.final = "done"
