@@ -91,12 +91,15 @@ def _listed(r: CaseResult, anchor: str) -> str:
 def _group(g: FailureGroup, number: int, full: set[str], anchors: dict[str, str],
            budget: Budget) -> list[str]:
     scenarios = ", ".join(scenarios_of(g))
-    cause = g.key.cause
+    also = [i for i in g.invariants if i != g.key.root]
+    about = f" on <code>{e(g.key.subject)}</code>" if g.key.subject else ""
     out = [f'<details class="group" id="g{number}" data-cases="{len(g.cases)}" '
-           f'data-invariant="{e(cause)}" data-boundary="{e(g.key.boundary)}" '
-           f'data-fault="{e(g.key.fault)}"{" open" if number == 1 else ""}>'
-           f'<summary>{badge(verdict_of(g))} <code>{e(cause)}</code> at '
-           f"<code>{e(g.key.boundary)}</code>, fault <code>{e(g.key.fault)}</code> — "
+           f'data-root="{e(g.key.root)}" data-subject="{e(g.key.subject)}" '
+           f'data-invariants="{e(" ".join(g.invariants))}" data-places="{e("; ".join(g.places))}"'
+           f'{" open" if number == 1 else ""}>'
+           f"<summary>{badge(verdict_of(g))} <code>{e(g.key.root)}</code>{about}"
+           + (f" (also broke {', '.join(f'<code>{e(i)}</code>' for i in also)})" if also else "")
+           + f" — seen at {e(', '.join(g.places))} — "
            f'<span class="count">{len(g.cases)} case(s)</span> in {e(scenarios)}</summary>']
     listed: list[str] = []
     first = True
@@ -171,8 +174,10 @@ def render(results: Sequence[CaseResult], declared: Sequence[str],
     if not bad:
         out.append(f"<p>None: all {held} case(s) held.</p>")
     else:
-        out.append("<p>Failing cases grouped by cause: the invariants violated (or the verdict), "
-                   "the kind of event each crash hit, and the fault. Open a group for its cases, "
+        out.append("<p>Failing cases grouped by root cause, one group per case: the first "
+                   "invariant it broke in the verifier's order (the others are usually its "
+                   "consequences, and are listed), and the tool, service or file that violation "
+                   "is about; a verdict without a violation is its own cause. Open a group for its cases, "
                    "a case for its timeline (a lane per incarnation), the files before and after "
                    "(a line an effect doubled is marked ⚠), the requests the model got and the "
                    "store each incarnation left.</p>")

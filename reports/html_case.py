@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from crashmatrix.harness.records.clip import clip, head_tail
@@ -11,7 +12,7 @@ from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.reports import cause
 from crashmatrix.reports.agent_output import tails
 from crashmatrix.reports.html_base import MAX_TEXT, e, number
-from crashmatrix.reports.html_diff import render_file
+from crashmatrix.reports.html_diff import render_file, repeated_records
 from crashmatrix.reports.html_lanes import fault_of, lanes
 
 # A lane lists at most this many events of one incarnation when the results carry only the trace
@@ -41,7 +42,7 @@ def body(r: CaseResult, anchor: str) -> list[str]:
     out += _agent_output(r)
     if isinstance(r.evidence, dict):
         out += lanes(r.evidence, anchor, [v for v in r.violations if isinstance(v, dict)])
-        out += _files(r.evidence)
+        out += _files(r.evidence, repeated_records(r.violations))
         out += _requests(r.evidence, anchor)
         out += _store(r.evidence)
     else:
@@ -214,7 +215,7 @@ def _store(ev: dict[str, Any]) -> list[str]:
     return out
 
 
-def _files(ev: dict[str, Any]) -> list[str]:
+def _files(ev: dict[str, Any], repeated: Mapping[str, tuple[int, ...]]) -> list[str]:
     files: list[dict[str, Any]] = [f for f in ev.get("files") or [] if isinstance(f, dict)]
     if not files:
         return ["<p>No workspace file changed.</p>"]
@@ -222,7 +223,7 @@ def _files(ev: dict[str, Any]) -> list[str]:
     for f in files:
         cut = f.get("truncated")
         out += render_file(str(f.get("path")), f.get("before"), f.get("after"),
-                           cut if isinstance(cut, dict) else None)
+                           cut if isinstance(cut, dict) else None, repeated.get(str(f.get("path")), ()))
     total = number(ev.get("files_total")) or len(files)
     if total > len(files):
         out.append(f"<p>{total - len(files)} more changed file(s) left out.</p>")

@@ -24,6 +24,7 @@ from crashmatrix.reports.policies import policy_lines
 MAX_BYTES = 512 * 1024
 MAX_FAILURES = 200  # a CI page with more is not read case by case; the rest are counted
 MAX_VIOLATIONS = 5  # per case
+MAX_GROUPS = 50  # distinct failures listed by line
 MAX_TEXT = 300  # characters of one message
 # Of the agent's output (shown for one case per distinct failure): the last lines say why it
 # stopped; the rest is in report.html and results.jsonl.
@@ -130,8 +131,21 @@ def _with_output(bad: Sequence[CaseResult]) -> set[str]:
     return chosen
 
 
+def _causes(bad: Sequence[CaseResult]) -> list[str]:
+    """The failing cases by root cause, a line each (the first case of each named), before them."""
+    found = distinct_failures(bad)
+    lines = [f"## {len(found)} distinct failure(s)", "",
+             "One root cause each: the first invariant a case broke in the verifier's order, and "
+             "what it is about; a case is in one group, however many invariants it broke.", ""]
+    lines += [f"- **{len(g.cases)}** case(s): {_clip(g.summary, 2 * MAX_TEXT)}; e.g. {code(g.cases[0].case)}"
+              for g in found[:MAX_GROUPS]]
+    if len(found) > MAX_GROUPS:
+        lines.append(f"- … {len(found) - MAX_GROUPS} more, in `report.html`")
+    return [*lines, ""]
+
+
 def _failures(bad: Sequence[CaseResult], budget: int) -> list[str]:
-    lines = [f"## {len(bad)} case(s) did not hold", ""]
+    lines = [*_causes(bad), f"## {len(bad)} case(s) did not hold", ""]
     used = sum(len(line.encode()) + 1 for line in lines)
     shown = 0
     with_output = _with_output(bad)

@@ -13,6 +13,7 @@ from crashmatrix.harness.records.results import CaseResult, Verdict, not_applica
 from crashmatrix.harness.records.run_record import Completeness
 from crashmatrix.reports import cause
 from crashmatrix.reports.facts import BranchFacts, RunFacts
+from crashmatrix.reports.groups import distinct_failures
 from crashmatrix.reports.policies import policy_lines
 
 # The table's columns after `cases`, in order (scenario errors last: the columns before them
@@ -50,6 +51,18 @@ def failures(results: list[CaseResult], limit: int = 20) -> str:
         lines.append(f"      reproduce: {r.repro}")
     if len(bad) > limit:
         lines.append(f"  ... and {len(bad) - limit} more (see results.jsonl)")
+    return "\n".join(lines)
+
+
+def causes(results: list[CaseResult], limit: int = 10) -> str:
+    """The failing cases by root cause, a line each: what to fix, before the cases it explains."""
+    found = distinct_failures(results)
+    if not found:
+        return ""
+    lines = [f"{_count(len(found), 'distinct failure')} (one root cause each; a case is in one):"]
+    lines += [f"  {_count(len(g.cases), 'case')}: {g.summary}; e.g. {g.cases[0].case}" for g in found[:limit]]
+    if len(found) > limit:
+        lines.append(f"  ... and {len(found) - limit} more (see report.html)")
     return "\n".join(lines)
 
 
@@ -153,7 +166,7 @@ def render(results: list[CaseResult], out: str | None = None,
         parts.append(unjudged(results))
     bad = failures(results)
     if bad:
-        parts.append(bad)
+        parts += [bad, causes(results)]
     if facts is not None:
         parts.append(proved(facts))
     elif out:

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from crashmatrix.harness.records.case import Case
+from crashmatrix.harness.records.violation import InvariantId
 from crashmatrix.reports.html_style import MONO, SANS
 from crashmatrix.reports.write import ReportFile, write_reports
 from tests.unit.test_reports_data import DECLARED, FAILING, sample_results
@@ -190,13 +190,17 @@ def _results(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
-def _key(r: dict[str, Any]) -> tuple[str, str, str]:
-    """A failure's cause, worked out here from the record alone (not by the report's code)."""
-    schedule = Case.parse(r["case"]).schedule
-    invariants = ", ".join(sorted({v["invariant"] for v in r["violations"]})) or r["verdict"]
-    if not schedule:
-        return invariants, "none", "none"
-    return invariants, "+".join(s.kind for s in schedule), "+".join(s.fault for s in schedule)
+def _key(r: dict[str, Any]) -> tuple[str, str]:
+    """A failure's root cause, worked out here from the record alone (not by the report's code):
+    the first invariant it broke in the verifier's order, and the tool, service or file its
+    violation names (in that order)."""
+    order = list(InvariantId)
+    broken = sorted({InvariantId(v["invariant"]) for v in r["violations"]}, key=order.index)
+    if not broken:
+        return r["verdict"], ""
+    first = next(v for v in r["violations"] if v["invariant"] == broken[0].value)
+    evidence = first.get("evidence") or {}
+    return broken[0].value, next((evidence[k] for k in ("tool", "service", "path") if evidence.get(k)), "")
 
 
 @needs_chromium
@@ -226,13 +230,13 @@ def test_a_mutants_failing_run_shows_index_groups_the_doubled_line_and_requests(
 
     # Distinct failures: a group per cause, each with as many cases as results.jsonl has.
     keys = Counter(_key(r) for r in failing)
-    found = {(g.attrs["data-invariant"], g.attrs["data-boundary"], g.attrs["data-fault"]): g
-             for g in dom.find("details", "group")}
+    found = {(g.attrs["data-root"], g.attrs["data-subject"]): g for g in dom.find("details", "group")}
     assert set(found) == set(keys)
     for key, count in keys.items():
         assert found[key].attrs["data-cases"] == str(count)
         assert len(found[key].find(cls="case")) == count
     assert max(keys.values()) > 1, "some group holds more than one case"
+    assert all(g.attrs["data-invariants"].split()[0] == root for (root, _), g in found.items())
     assert cells[5] == str(len(keys))
 
     # The diff: the CHANGELOG line the mutant appended twice carries the duplicate class.

@@ -3,6 +3,7 @@ outbox really holds, case by case, counted here from each kept case's workspace.
 
 from __future__ import annotations
 
+import html
 import json
 import subprocess
 import sys
@@ -56,6 +57,19 @@ def test_broken_langgraph_is_flagged_on_exactly_the_cases_that_sent_twice(tmp_pa
     assert flagged == twice == {"refund/35:effect.after:send_email/kill",
                                 "refund/36:commit.before:writes.tools/kill"}
     assert all(emails in (1, 2) for _, emails in found.values())
+    # The two records differ (each email has its own sent_at and message_id), yet the report's diff
+    # marks both as one effect's repeat: the verifier matched them by the fields the scenario counts.
+    doubled = tmp_path / "cases" / case_dir_name(Case.parse("refund/35:effect.after:send_email/kill"))
+    records = (doubled / "ws" / "outbox.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(records) == 2
+    assert records[0] != records[1]
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    case = page[page.index('data-case="refund/35:effect.after:send_email/kill"'):]
+    case = case[case.index('<div class="file" data-path="outbox.jsonl">'):]
+    case = case[:case.index("</pre>")]
+    for n, record in enumerate(records, 1):
+        assert f'<span class="d-add dup"><span class="ln">{n:>4}</span> + {html.escape(record)} ' \
+               '<span class="dup-mark" title="one effect\'s record' in case, record
     # Its repro line, run as printed from the repository's root, shows the double send again.
     line = found["refund/35:effect.after:send_email/kill"][0]["repro"]
     assert isinstance(line, str)

@@ -14,10 +14,12 @@ from crashmatrix.harness.records.evidence import MAX_TEXT, SCRATCH, history, scr
 from crashmatrix.harness.records.observation import Observation, Request
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.harness.records.run_record import LineCoverageRecord
+from crashmatrix.harness.verify import verify
 from crashmatrix.reports import html
 from crashmatrix.reports.groups import distinct_failures
-from crashmatrix.reports.html_diff import diff_lines, render_file
+from crashmatrix.reports.html_diff import DiffLine, diff_lines, render_file, repeated_records
 from crashmatrix.reports.write import ReportFile, render_all
+from tests.support.framework_case import refund_case, refund_scenario
 from tests.support.observations import (
     CHANGELOG,
     LINE,
@@ -103,22 +105,37 @@ def test_evidence_holds_no_scratch_path_nor_timing_and_clips_long_messages() -> 
 
 # --- grouping ---------------------------------------------------------------------------------
 
-def test_two_cases_of_one_cause_are_one_group_and_another_fault_is_another() -> None:
-    point = step(13)
+def twice(tool: str, *also: str) -> list[dict[str, object]]:
+    """An at-most-once violation about `tool`, and the invariants its consequence broke too."""
+    return [{"invariant": "at-most-once", "message": f"{tool} took effect twice",
+             "evidence": {"path": "outbox.jsonl", "tool": tool}},
+            *({"invariant": i, "message": "and so"} for i in also)]
+
+
+def test_one_root_cause_is_one_group_whatever_else_its_cases_broke_and_wherever_they_crashed() -> None:
+    point, other = step(13), step(12)
     torn = CrashStep(point.n, point.kind, point.label, "torn")
-    same = [make(Case("changelog", (point,)), Verdict.FAIL, violations=AT_MOST_ONCE),
-            make(Case("changelog-fast", (point,)), Verdict.FAIL, violations=AT_MOST_ONCE)]
-    found = distinct_failures(same)
-    assert [len(g.cases) for g in found] == [2]
-    assert (found[0].key.invariants, found[0].key.boundary, found[0].key.fault) == (
-        ("at-most-once",), "effect.after", "kill")
-    other = make(Case("changelog", (torn,)), Verdict.FAIL, violations=AT_MOST_ONCE)
-    assert sorted(len(g.cases) for g in distinct_failures([*same, other])) == [1, 2]
-    page = html.render([*same, other], DECLARED)
+    # The email sent twice also leaves two records where the scenario expects one (scenario-oracle):
+    # its consequence, so the same group, which lists both.
+    one_cause = [make(Case("changelog", (point,)), Verdict.FAIL,
+                      violations=twice("send_email", "scenario-oracle")),
+                 make(Case("changelog-fast", (other,)), Verdict.FAIL, violations=twice("send_email")),
+                 make(Case("changelog", (torn,)), Verdict.FAIL,
+                      violations=twice("send_email", "continuation"))]
+    found = distinct_failures(one_cause)
+    assert [len(g.cases) for g in found] == [3]
+    assert (found[0].key.root, found[0].key.subject) == ("at-most-once", "send_email")
+    assert found[0].invariants == ("at-most-once", "continuation", "scenario-oracle"), "the root first"
+    assert found[0].places == ("effect.after (kill)", "effect.after (torn)", "effect.before (kill)")
+    # Another tool that sends twice is another fix, so another group.
+    refund = make(Case("changelog", (other,)), Verdict.FAIL, violations=twice("refund"))
+    assert sorted(len(g.cases) for g in distinct_failures([*one_cause, refund])) == [1, 3]
+    page = html.render([*one_cause, refund], DECLARED)
     assert page.count('<details class="group"') == 2
-    for count, fault in ((2, "kill"), (1, "torn")):
-        assert (f'data-cases="{count}" data-invariant="at-most-once" data-boundary="effect.after" '
-                f'data-fault="{fault}"') in page
+    assert ('data-cases="3" data-root="at-most-once" data-subject="send_email" '
+            'data-invariants="at-most-once continuation scenario-oracle"') in page
+    assert 'data-cases="1" data-root="at-most-once" data-subject="refund"' in page
+    assert "2 distinct failure(s)" in page
 
 
 def test_the_index_counts_each_scenario() -> None:
@@ -185,3 +202,25 @@ def test_line_coverage_from_run_json_is_shown_with_a_relative_link() -> None:
     assert 'id="line-coverage"' not in html.render(sample_results(), DECLARED)
     elsewhere = html.render(sample_results(), DECLARED, None, LineCoverageRecord(50.0, "/abs/index.html", 1))
     assert 'href="/abs' not in elsewhere
+
+
+def test_records_one_effect_repeated_are_marked_though_their_timestamps_differ() -> None:
+    # The verifier's own violations, on an outbox whose two emails differ only in sent_at.
+    obs = refund_case(emails_sent=2, records=2)
+    violations = [v.to_json() for v in verify(obs, refund_scenario())]
+    repeated = repeated_records(violations)
+    assert repeated == {"outbox.jsonl": (1, 2)}
+    after = obs.workspace_after["outbox.jsonl"]
+    assert diff_lines(None, after) == [DiffLine("add", line, None, n, 0) for n, line in
+                                       enumerate(after.splitlines(), 1)], "unequal lines: no plain dup"
+    lines = diff_lines(None, after, repeated["outbox.jsonl"])
+    assert [(d.dup, d.record) for d in lines] == [(2, True), (2, True)]
+    shown = "".join(render_file("outbox.jsonl", None, after, None, repeated["outbox.jsonl"]))
+    assert shown.count('<span class="d-add dup">') == 2
+    assert "matched by the fields the scenario counts" in shown
+    # One email, or too few: nothing repeated to mark.
+    once = [v.to_json() for v in verify(refund_case(emails_sent=1, records=1), refund_scenario())]
+    assert repeated_records(once) == {}
+    none = [v.to_json() for v in verify(refund_case(emails_sent=1, records=0), refund_scenario())]
+    assert any(v["invariant"] == "scenario-oracle" for v in none)
+    assert repeated_records(none) == {}

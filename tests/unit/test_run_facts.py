@@ -10,7 +10,7 @@ from crashmatrix.harness.records.run_record import LineCoverageRecord
 from crashmatrix.harness.verify import CHECKS
 from crashmatrix.reports import terminal
 from crashmatrix.reports.facts import run_facts
-from crashmatrix.reports.groups import NO_CRASH, GroupKey, distinct_failures, group_key
+from crashmatrix.reports.groups import UNKNOWN, GroupKey, distinct_failures, group_key, place_of
 from tests.unit.test_reports_data import DECLARED, RECOVER, make, step
 
 REGISTRY = [str(i) for i in CHECKS]
@@ -29,31 +29,42 @@ def failing(case: Case, violations: list[dict[str, object]] | None = None,
 
 # --- groups -----------------------------------------------------------------------------------
 
-def test_a_group_key_is_invariants_boundary_kind_and_fault() -> None:
+def test_a_group_key_is_the_first_invariant_broken_and_what_it_is_about() -> None:
     # step(13) is effect.after:append_note; step(3) is commit.written, where torn applies.
-    assert group_key(failing(Case("changelog", (step(13),)))) == GroupKey(
-        ("at-most-once",), "fail", "effect.after", "kill")
-    torn = Case("changelog", (CrashStep(3, "commit.written", "x", "torn"),))
-    assert group_key(failing(torn)).fault == "torn"
-    deeper = Case("changelog", (step(13), step(2, RECOVER)))
-    assert group_key(failing(deeper)).boundary == "effect.after+commit.before"
-    assert group_key(failing(Case("changelog"))).boundary == NO_CRASH
-    broken = make(Case("changelog", (step(13),)), Verdict.FAIL, violations=TWICE)
-    broken.case = "not a case id"
-    assert group_key(broken).boundary == "?"
+    assert group_key(failing(Case("changelog", (step(13),)))) == GroupKey("at-most-once", "", "fail")
+    # The verifier's order, not the alphabet's: a second writer is the cause of the double effect.
+    both = [{"invariant": "at-most-once", "message": "twice",
+             "evidence": {"path": "CHANGELOG.md", "tool": "bash"}},
+            {"invariant": "one-writer", "message": "two pids", "evidence": {"pids": [7, 8]}}]
+    assert group_key(failing(Case("changelog", (step(13),)), both)) == GroupKey("one-writer", "", "fail")
+    assert group_key(failing(Case("changelog", (step(13),)), both[:1])).subject == "bash", "tool first"
+    oracle = [{"invariant": "scenario-oracle", "message": "two lines", "evidence": {"path": "CHANGELOG.md"}}]
+    assert group_key(failing(Case("changelog"), oracle)).subject == "CHANGELOG.md"
+    unknown = [{"invariant": "a-check-of-my-own", "message": "?"}, *oracle]
+    assert group_key(failing(Case("changelog"), unknown)).root == "scenario-oracle", "known ids first"
+    gap = make(Case("changelog", (step(4),)), Verdict.SCENARIO_ERROR, scenario_error={"kind": "script-gap"})
+    assert group_key(gap) == GroupKey("scenario-error", "script-gap", "scenario-error")
+    assert place_of(Case("changelog", (step(13), step(2, RECOVER))).case_id) == (
+        "effect.after+commit.before (kill+kill)")
+    assert place_of(Case("changelog").case_id) == "with no crash"
+    assert place_of("not a case id") == UNKNOWN
 
 
 def test_distinct_failures_group_one_cause_and_split_another() -> None:
-    same = [failing(Case("changelog", (step(13),))), failing(Case("other", (step(13),)))]
+    same = [failing(Case("changelog", (step(13),))), failing(Case("other", (step(12),)))]
     other_invariant = failing(Case("changelog", (step(12),)),
                               [{"invariant": "pairing", "message": "unpaired"}])
     nondet = make(Case("changelog", (step(5),)), Verdict.NONDETERMINISTIC)
     held = make(Case("changelog", (step(4),)))
     groups = distinct_failures([held, nondet, other_invariant, *same])
     assert [len(g.cases) for g in groups] == [2, 1, 1], "largest first; the held case in none"
-    assert groups[0].key.label == "at-most-once at effect.after (kill)"
+    assert groups[0].key.label == "at-most-once"
+    assert groups[0].summary == "at-most-once; seen at effect.after (kill), effect.before (kill)"
     assert {g.key.verdict for g in groups} == {"fail", "nondeterministic"}
     assert distinct_failures(list(reversed([held, nondet, other_invariant, *same]))) == groups
+    text = terminal.causes([held, nondet, other_invariant, *same])
+    assert text.splitlines()[0] == "3 distinct failures (one root cause each; a case is in one):"
+    assert "  2 cases: at-most-once; seen at effect.after (kill), effect.before (kill); e.g. " in text
 
 
 # --- facts ------------------------------------------------------------------------------------
@@ -115,7 +126,7 @@ def test_faults_depth_failures_and_coverage_come_from_the_results() -> None:
     facts = run_facts(results, REGISTRY, DECLARED, None, FILES)
     assert facts.faults == ("kill", "torn")
     assert facts.depth == 1, "the deepest case, when the caller does not say"
-    assert facts.distinct_failures == 2
+    assert facts.distinct_failures == 1, "one root cause, however the two crashes landed"
     c = facts.coverage
     assert (c.reached, c.declared) == (3, 4)
     assert c.unreached == ("close.budget_exhausted",)
