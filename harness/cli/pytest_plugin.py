@@ -65,6 +65,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "(default: the crashmatrix_baseline ini value)")
     parser.addini("crashmatrix_baseline", "known failures for --crashmatrix (as --crashmatrix-baseline)",
                   default="")
+    group.addoption("--crashmatrix-depth", type=int, default=None, metavar="N",
+                    help="crash up to N times per case (default: the crashmatrix_depth ini value, "
+                         "else 1): each single-crash test also runs the deeper cases that crash "
+                         "its recoveries, and fails naming any that did not hold")
+    parser.addini("crashmatrix_depth", "crashes per case for --crashmatrix (as --crashmatrix-depth)",
+                  default="1")
     group.addoption("--crashmatrix-states", action="store_true",
                     help="start crash cases from crash states recorded at collection, one recovery "
                          "per distinct state (as `crashmatrix run --states`; for an agent that "
@@ -84,7 +90,7 @@ def crashmatrix_run(pytestconfig: pytest.Config) -> Callable[..., list[CaseResul
 
     defaults: dict[str, Any] = {"agent": _agent_name(pytestconfig), "faults": _fault_names(pytestconfig),
                                 "scenario_dirs": _scenario_dirs(pytestconfig),
-                                "scenarios": _scenario_names(pytestconfig)}
+                                "scenarios": _scenario_names(pytestconfig), "depth": _depth(pytestconfig)}
 
     def run(**given: Any) -> list[CaseResult]:
         return run_matrix(**{**defaults, **given})
@@ -108,6 +114,19 @@ def _scenario_names(config: pytest.Config) -> list[str]:
 
 def _fault_names(config: pytest.Config) -> list[str]:
     return list(config.getoption("crashmatrix_fault") or config.getini("crashmatrix_fault"))
+
+
+def _depth(config: pytest.Config) -> int:
+    given = config.getoption("crashmatrix_depth")
+    text = given if given is not None else config.getini("crashmatrix_depth")
+    try:
+        depth = int(str(text))
+    except ValueError:
+        depth = 0
+    if depth < 1:
+        where = "--crashmatrix-depth" if given is not None else f"crashmatrix_depth in {config.inipath}"
+        raise pytest.UsageError(f"{where}: {str(text)!r} is not a whole number of crashes, 1 or more")
+    return depth
 
 
 def _states_on(config: pytest.Config) -> bool:
@@ -177,6 +196,7 @@ class _Host:
             adapter=adapter, provider=self.provider, downstream=self.downstream,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
             agent_ref=_agent_name(config), fsync=power, spawner=self.spawner)
+        self.depth = _depth(config)
         self.dirs: list[str] = _scenario_dirs(config)
         self.baseline = _baseline_of(config)
         # --crashmatrix-states: collection's recording keeps its snapshots, and each test starts
@@ -194,8 +214,9 @@ class _Host:
                     "(its recovery may read state outside the case tree): run without it")
             self.states = CrashStates(CaseRunner(self.runner_config), Path(self.tmp.name))
 
-    def observe(self, case: Case, scenario: Scenario) -> Observation:
-        """The case's observation: from a crash state when it can start from one, else run."""
+    def observe(self, case: Case, scenario: Scenario, may_extend: bool = False) -> Observation:
+        """The case's observation: from a crash state when it can start from one, else run.
+        `may_extend`: deeper cases will start from this one's recovery (--crashmatrix-depth)."""
         from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
 
         if self.states is None:
@@ -203,8 +224,8 @@ class _Host:
         if not case.schedule and scenario.name in self.recordings:
             return self.recordings[scenario.name]  # collection ran it, snapshots and all
         if self.states.usable(case, scenario):
-            return self.states.run(case, scenario, may_extend=False)[0]
-        return self.states.record(case, scenario, may_extend=False)
+            return self.states.run(case, scenario, may_extend=may_extend)[0]
+        return self.states.record(case, scenario, may_extend=may_extend)
 
     def record(self, scenario: Scenario) -> Observation:
         """The scenario's crash-free run, which enumerates its cases (kept, with --crashmatrix-states,
@@ -259,32 +280,23 @@ class CaseItem(pytest.Item):
         self.crashes = crashes  # the crash cases collected beside this scenario's recording
 
     def runtest(self) -> None:
-        from crashmatrix.harness.cli.portable import portable_paths  # noqa: PLC0415
-        from crashmatrix.harness.evaluate import evaluate  # noqa: PLC0415
-
         host = _host(self.config)
-        obs = host.observe(self.case, self.scenario)
-        result = evaluate(obs, self.scenario, fsync=host.runner_config.fsync, agent=host.runner_config.agent,
-                          scenario_dirs=portable_paths(host.dirs), duration_ms=0.0,
-                          timeout_s=host.runner_config.case_timeout_s)
-        known = _host(self.config).baseline
-        listed = known.cases.get(result.case) if known is not None else None
-        if listed is not None:
+        result, obs = self._judged(self.case)
+        failures = self._failures(result)
+        deeper = self._deeper(result, obs) if self.case.schedule and host.depth > 1 else []
+        failures += [line for r in deeper for line in self._failures(r)]
+        if failures:
+            if deeper:
+                failures.insert(0, f"{self.case.case_id} and the {len(deeper)} deeper case(s) that "
+                                   f"crash its recoveries (--crashmatrix-depth {host.depth}):")
+            raise CaseFailed("\n".join(failures))
+        known = host.baseline
+        if known is not None and known.cases.get(result.case) is not None and not result.ok:
             from crashmatrix.harness.records.results import Verdict  # noqa: PLC0415
 
-            if result.verdict is Verdict.PASS:
-                raise CaseFailed(f"{result.case}: XPASS(strict): listed as a known failure "
-                                 f"[{', '.join(listed)}] in the baseline, and it holds now: remove it")
             if result.verdict is not Verdict.ERROR:
                 broke = ", ".join(result.invariants) or result.verdict.value
                 pytest.xfail(f"known failure (baseline): {broke}")
-        if not result.ok:
-            lines = [f"{result.case}: {result.verdict.value}"]
-            lines += [f"  {v['invariant']}: {v['message']}" for v in result.violations]
-            if result.note:
-                lines.append(f"  {result.note}")
-            lines.append(f"  reproduce: {result.repro}")
-            raise CaseFailed("\n".join(lines))
         if not self.case.schedule and not self.crashes:
             # The recording held but gave no crash point: a green suite would prove nothing
             # about recovery (issue 33, O1), so its one item fails and says why.
@@ -293,6 +305,55 @@ class CaseItem(pytest.Item):
             why = uncrashed([result]).get(result.scenario, "it gave no crash point")
             raise CaseFailed(f"{result.case}: no case crashed anything: {why}, so nothing about "
                              "recovery was tested")
+
+    def _judged(self, case: Case) -> tuple[CaseResult, Observation]:
+        from crashmatrix.harness.cli.portable import portable_paths  # noqa: PLC0415
+        from crashmatrix.harness.evaluate import evaluate  # noqa: PLC0415
+
+        host = _host(self.config)
+        obs = host.observe(case, self.scenario, may_extend=bool(case.schedule) and case.depth < host.depth)
+        result = evaluate(obs, self.scenario, fsync=host.runner_config.fsync, agent=host.runner_config.agent,
+                          scenario_dirs=portable_paths(host.dirs), duration_ms=0.0,
+                          timeout_s=host.runner_config.case_timeout_s)
+        return result, obs
+
+    def _deeper(self, result: CaseResult, obs: Observation) -> list[CaseResult]:
+        """The cases that crash this one's recoveries, up to the depth asked, depth first (as
+        `run --depth` enumerates them: every event of the incarnation that finished the work)."""
+        from crashmatrix.harness.enumeration import extensions  # noqa: PLC0415
+        from crashmatrix.harness.faults.registry import faults_for  # noqa: PLC0415
+        from crashmatrix.harness.records.results import Verdict  # noqa: PLC0415
+
+        host = _host(self.config)
+        faults = faults_for(host.runner_config.adapter, host.faults)
+        found: list[CaseResult] = []
+        todo = [(self.case, result)]
+        while todo:
+            case, done = todo.pop()
+            if case.depth >= host.depth or done.verdict not in (Verdict.PASS, Verdict.FAIL):
+                continue
+            for child in reversed(extensions(case, done.trace, faults, done.downstream)):
+                child_result, _ = self._judged(child)
+                found.append(child_result)
+                todo.append((child, child_result))
+        return sorted(found, key=lambda r: r.case)
+
+    def _failures(self, result: CaseResult) -> list[str]:
+        """What to report of one case: nothing if it held, or failed as the baseline expects;
+        its violations and repro line if it failed anew; an XPASS if it is listed and holds."""
+        known = _host(self.config).baseline
+        listed = known.cases.get(result.case) if known is not None else None
+        if listed is not None and result.ok:
+            return [f"{result.case}: XPASS(strict): listed as a known failure [{', '.join(listed)}] "
+                    "in the baseline, and it holds now: remove it"]
+        if result.ok or (listed is not None and result.verdict.value != "error"):
+            return []
+        lines = [f"{result.case}: {result.verdict.value}"]
+        lines += [f"  {v['invariant']}: {v['message']}" for v in result.violations]
+        if result.note:
+            lines.append(f"  {result.note}")
+        lines.append(f"  reproduce: {result.repro}")
+        return lines
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailed):

@@ -222,3 +222,42 @@ def test_a_bad_argument_names_what_is_wrong(crashmatrix_run):
 ''')
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_mine.py")
     result.assert_outcomes(passed=3)
+
+
+def test_depth_runs_the_cases_that_crash_each_recovery_inside_its_single_crash_test(
+        pytester: pytest.Pytester) -> None:
+    """Issue 34, item 1: `crashmatrix_depth` (and --crashmatrix-depth). pytest fixes its items at
+    collection, before any recovery has run, so each single-crash test runs its deeper cases
+    itself and names every one that did not hold; the baseline applies to each of them."""
+    d = _scenario_dir(pytester, "never-said")  # every case fails the expected answer
+    one = "tiny/24:commit.after:message.assistant,run_finished.completed/kill"
+    collected = pytester.runpytest_subprocess(*_args(d), "--collect-only", "-q")
+    assert f"crashmatrix::{one}" in collected.outlines
+    pytester.makeini("[pytest]\ncrashmatrix_depth = 2\n")
+    deep = pytester.runpytest_subprocess(*_args(d), "-k", "24 and after")
+    deep.assert_outcomes(failed=1)
+    text = deep.stdout.str()
+    deeper = sorted(set(re.findall(rf"^({re.escape(one)}\+\d\d:\S+): fail$", text, re.MULTILINE)))
+    assert deeper, "the deeper cases are named, each with its verdict"
+    assert (f"{one} and the {len(deeper)} deeper case(s) that crash its recoveries "
+            "(--crashmatrix-depth 2):") in text
+    assert text.count("reproduce: crashmatrix repro tiny/24:") == len(deeper) + 1
+    # Listed in a baseline, the case and its deeper cases are known failures: xfail.
+    known = {c: ["scenario-oracle"] for c in [one, *deeper]}
+    pytester.makefile(".json", known=json.dumps({"format": 1, "cases": known}))
+    listed = pytester.runpytest_subprocess(*_args(d), "-k", "24 and after", "--crashmatrix-baseline",
+                                           "known.json")
+    listed.assert_outcomes(xfailed=1)
+    # One deeper case left out of it fails the test, and only that one is named.
+    del known[deeper[0]]
+    pytester.makefile(".json", known=json.dumps({"format": 1, "cases": known}))
+    missing = pytester.runpytest_subprocess(*_args(d), "-k", "24 and after", "--crashmatrix-baseline",
+                                            "known.json")
+    missing.assert_outcomes(failed=1)
+    assert re.findall(r"^(tiny/\S+): fail$", missing.stdout.str(), re.MULTILINE) == [deeper[0]]
+    # The command line overrides the ini key; a depth that is no number is a usage error.
+    shallow = pytester.runpytest_subprocess(*_args(d), "-k", "24 and after", "--crashmatrix-depth", "1")
+    assert "deeper case(s)" not in shallow.stdout.str()
+    bad = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-depth", "0")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*--crashmatrix-depth: '0' is not a whole number of crashes, 1 or more*"])
