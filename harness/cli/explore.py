@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import os
@@ -11,20 +10,25 @@ import sys
 from pathlib import Path
 
 import click
+from hypothesis.strategies import SearchStrategy
 
-from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.adapters.interface import Capability
+from crashmatrix.fakes import FakeDownstream, FakeProvider
+from crashmatrix.harness.adapters.interface import Adapter, Capability, PreflightError
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
+from crashmatrix.harness.adapters.requirements import agent_label, misfit
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.cli.portable import portable_path
+from crashmatrix.harness.cli.portable import found_from_here, portable_path, portable_paths, run_dir
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.explore.agents import AgentChoiceError, label, resolve_adapter
+from crashmatrix.harness.explore.build import build_scenario
+from crashmatrix.harness.explore.plan import Action, ActionKind, Plan
 from crashmatrix.harness.explore.report import summary_json, text_report
 from crashmatrix.harness.explore.repro import repro_command, repro_data, write_repro
-from crashmatrix.harness.explore.search import SearchConfig, SearchResult, search
+from crashmatrix.harness.explore.search import Example, SearchConfig, SearchResult, search
+from crashmatrix.harness.explore.strategies import examples, given_examples
 from crashmatrix.harness.explore.trial import CaseCache, Finding
 
 DEFAULT_OUT = "crashmatrix-out"
@@ -66,20 +70,60 @@ def repro_path(out: Path, finding: Finding) -> Path:
     return out / f"explore-{finding.case.scenario}-{digest}.json"
 
 
-def _run(config: SearchConfig, agent: str, mutant: str | None, timeout: float) -> SearchResult:
+# Every tool a generated plan may call, in one scenario: an agent that can run it can run any plan.
+EVERY_TOOL = Plan(turns=((Action(ActionKind.READ, 0), Action(ActionKind.APPEND, 1)),
+                         (Action(ActionKind.WRITE, 2), Action(ActionKind.BASH, 3))))
+
+
+def _strategy(adapter: Adapter, names: tuple[str, ...],
+              dirs: tuple[str, ...]) -> tuple[SearchStrategy[Example], str]:
+    """What to explore, and a line that says so: the scenarios the user named (or those in their
+    folders), as written, with drawn crash schedules; else plans generated for our tool
+    vocabulary, if the agent has those tools; else the built-in scenarios it can run (exit 2,
+    naming why, when it can run none)."""
+    from crashmatrix.harness.cli import run as cli  # noqa: PLC0415 - the scenario checks `run` makes
+
+    torn = Capability.TEAR in adapter.capabilities
+    if names or dirs:
+        chosen = cli._fitting(adapter, cli._scenarios(names, dirs), named=bool(names))
+        return given_examples(chosen, torn), f"crash schedules of {', '.join(s.name for s in chosen)}"
+    try:
+        unfit = misfit(adapter, build_scenario(EVERY_TOOL))
+    except PreflightError as exc:
+        fail(str(exc), Exit.USAGE)
+    if not unfit:
+        inbox = Capability.INBOX in adapter.capabilities
+        return examples(inbox, torn), "generated scenarios and crash schedules"
+    fitting = [s for s in cli._scenarios((), ()) if not misfit(adapter, s)]
+    vocabulary = ", ".join(t.value for t in EVERY_TOOL.tools())
+    if not fitting:
+        fail(f"agent {agent_label(adapter)!r} cannot run the generated scenarios (their tools are "
+             f"{vocabulary}) nor any built-in scenario: name scenarios written for its tools with "
+             "--scenarios DIR (docs/scenarios.md), and explore draws crash schedules of those", Exit.USAGE)
+    click.echo(f"crashmatrix: agent {agent_label(adapter)!r} cannot run the generated scenarios (their "
+               f"tools are {vocabulary}): exploring crash schedules of the built-in scenarios it can "
+               "run; name your own with --scenarios DIR", err=True)
+    return given_examples(fitting, torn), f"crash schedules of {', '.join(s.name for s in fitting)}"
+
+
+def _run(config: SearchConfig, agent: str, mutant: str | None, timeout: float,
+         names: tuple[str, ...] = (), dirs: tuple[str, ...] = ()) -> tuple[SearchResult, str]:
     adapter = resolve_adapter(agent, mutant)
     # Generate only what the agent's adapter declares it supports (no silent misdelivery).
-    config = dataclasses.replace(config, inbox=Capability.INBOX in adapter.capabilities,
-                                 torn=Capability.TEAR in adapter.capabilities)
+    strategy, what = _strategy(adapter, names, dirs)
     # The zygote starts first, before this process has any thread, so it forks clean children.
     spawner = make_spawner(SpawnMode.FORK, list(adapter.python.preload) if adapter.python else None)
     progress = _Progress(config.examples)
     try:
-        with FakeProvider() as provider, scratch_dir(prefix="crashmatrix-explore-") as tmp:
-            runner = CaseRunner(RunnerConfig(adapter=adapter, provider=provider, work_root=Path(tmp),
-                                             case_timeout_s=timeout, spawner=spawner,
+        with FakeProvider() as provider, FakeDownstream() as downstream, \
+                scratch_dir(prefix="crashmatrix-explore-") as tmp:
+            runner = CaseRunner(RunnerConfig(adapter=adapter, provider=provider, downstream=downstream,
+                                             work_root=Path(tmp), case_timeout_s=timeout, spawner=spawner,
                                              agent_ref=agent if mutant is None else None))
-            return search(CaseCache(runner, adapter.name), config, progress)
+            where = run_dir() if found_from_here(agent) else None
+            printed = tuple(portable_paths(dirs, from_here=where is not None))
+            cache = CaseCache(runner, adapter.name if mutant is not None else agent, printed, where)
+            return search(cache, config, strategy, progress), what
     finally:
         progress.close()
         spawner.close()
@@ -93,6 +137,11 @@ def _run(config: SearchConfig, agent: str, mutant: str | None, timeout: float) -
 @click.option("--agent", default=DEFAULT_AGENT, show_default=True, help="Adapter of the agent under test.")
 @click.option("--mutant", default=None, metavar="NAME",
               help="Explore a mutant of the durable agent instead (see `crashmatrix mutants`).")
+@click.option("--scenarios", "scenario_dirs", multiple=True, metavar="DIR",
+              help="Explore crash schedules (1-3 crashes, recovery included) of the scenarios in DIR, "
+                   "as written: your tools, your expected end state (repeatable).")
+@click.option("--scenario", "scenario_names", multiple=True, metavar="NAME",
+              help="Only these scenarios (repeatable; built-in or from --scenarios).")
 @click.option("--jobs", "-j", default=1, show_default=True, type=click.IntRange(1, 2),
               help="Independent searches run side by side (seeds S, S+1), sharing the budget.")
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False),
@@ -104,9 +153,14 @@ def _run(config: SearchConfig, agent: str, mutant: str | None, timeout: float) -
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary object on stdout.")
 @click.pass_context
 def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: str, mutant: str | None,
+            scenario_dirs: tuple[str, ...], scenario_names: tuple[str, ...],
             jobs: int, out: str, timeout: float, shrink_time: float, as_json: bool) -> None:
     """Generate scenarios and crash schedules (1-3 crashes, recovery included) with Hypothesis;
     shrink the first failure, write a repro file and print the command that replays it.
+
+    With --scenarios/--scenario, or for an agent whose tools are not the generated scenarios'
+    (read, append_note, write, bash), the scenarios are the user's (or the built-ins it can run),
+    as written, and only the crash schedules are drawn.
 
     Exit codes: 0 nothing found, 1 a failure found, 2 usage error, 3 harness error.
     """
@@ -117,7 +171,8 @@ def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: s
     chosen_seed = config.seed
     who = label(agent, mutant)
     try:
-        result = _run(config, agent, mutant, timeout)
+        result, what = _run(config, agent, mutant, timeout, scenario_names, scenario_dirs)
+        who = f"{who}; {what}"
     except AgentChoiceError as exc:
         fail(str(exc), Exit.USAGE)
         return
@@ -141,7 +196,8 @@ def explore(ctx: click.Context, examples: int | None, seed: int | None, agent: s
     command = repro_command(portable_path(file)) if file is not None else None
     if as_json:
         click.echo(json.dumps(summary_json(result, agent, mutant, chosen_seed,
-                                           str(file) if file else None, command), ensure_ascii=False))
+                                           str(file) if file else None, command) | {"explored": what},
+                              ensure_ascii=False))
     else:
         for line in text_report(result, who, chosen_seed, file, command):
             click.echo(line)

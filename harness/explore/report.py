@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from crashmatrix.harness.explore.build import SOURCE
 from crashmatrix.harness.explore.search import SearchResult
 from crashmatrix.harness.explore.trial import Finding
 from crashmatrix.harness.records.violation import short
@@ -16,11 +17,7 @@ def _plural(n: int, word: str, words: str | None = None) -> str:
 
 def describe_finding(finding: Finding) -> list[str]:
     """The case in a few lines: its tool calls, its crash schedule and what broke."""
-    plan = finding.plan
-    lines = [f"minimal case: {finding.case.case_id}",
-             f"  {_plural(len(plan.actions()), 'tool call')} in {_plural(len(plan.turns), 'turn')}"
-             f"{', and 1 more that an input asks for' if plan.input_action() else ''}:"]
-    lines += [f"    {line}" for line in plan.describe()]
+    lines = [f"minimal case: {finding.case.case_id}", *(f"  {line}" for line in finding.variant.describe())]
     lines.append(f"  {_plural(finding.crashes, 'crash', 'crashes')}"
                  + (":" if finding.crashes else " (the crash-free run already fails)"))
     for inc, step in enumerate(finding.case.schedule, 1):
@@ -46,7 +43,11 @@ def text_report(result: SearchResult, who: str, seed: int, file: Path | None,
         return [*lines, "no failure found"]
     lines.append(f"FAILED; shrunk over {result.shrink_examples} more example(s)")
     lines += describe_finding(result.finding)
-    return [*lines, f"repro file: {file}", f"reproduce: {command}"]
+    lines += [f"repro file: {file}", f"reproduce: {command}"]
+    if result.finding.scenario.source != SOURCE and result.finding.result.repro:
+        # A scenario of the user's own: its case id replays from their folder, as `run` prints it.
+        lines.append(f"or by case id: {result.finding.result.repro}")
+    return lines
 
 
 def summary_json(result: SearchResult, agent: str, mutant: str | None, seed: int,

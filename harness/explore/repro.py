@@ -59,7 +59,7 @@ def repro_data(finding: Finding, agent: str, mutant: str | None, seed: int) -> d
         "found": {"verdict": r.verdict.value, "invariants": r.invariants,
                   "violations": r.violations, "note": r.note, "calls": finding.calls,
                   "crashes": finding.crashes},
-        "description": finding.plan.describe(),
+        "description": finding.variant.describe(),
         "seed": seed,
         "scenario": scenario_data(finding.scenario),
     }

@@ -10,7 +10,9 @@ from crashmatrix.scenarios.model import (
     Expect,
     Fault,
     LineRule,
+    PatternRule,
     ProviderFault,
+    RecordRule,
     Reply,
     ResultKey,
     ResultStatus,
@@ -82,11 +84,25 @@ def _line(rule: LineRule) -> Data:
     return out
 
 
+def _counted(rule: PatternRule | RecordRule) -> Data:
+    """A pattern or record rule (a user's oracle): what it matches, the tool it charges, its bounds."""
+    out: Data = {"path": rule.path, "min": rule.min}
+    out.update({"pattern": rule.pattern} if isinstance(rule, PatternRule) else {"where": dict(rule.where)})
+    if rule.tool is not None:
+        out["tool"] = rule.tool
+    if rule.max is not None:
+        out["max"] = rule.max
+    return out
+
+
 def _expect(e: Expect) -> Data:
     return {"outcome": [o.value for o in e.outcome],
             **({"final_answer_contains": list(e.final_answer_contains)}
                if e.final_answer_contains else {}),
             "files": dict(e.files), "lines": [_line(r) for r in e.lines],
+            **({"patterns": [_counted(r) for r in e.patterns]} if e.patterns else {}),
+            **({"records": [_counted(r) for r in e.records]} if e.records else {}),
+            **({"check": e.check} if e.check is not None else {}),
             **({"applied": dict(e.applied)} if e.applied else {})}
 
 

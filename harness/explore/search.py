@@ -16,15 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis.strategies import SearchStrategy
 
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.runner import CaseAborted
-from crashmatrix.harness.explore.plan import Plan
 from crashmatrix.harness.explore.schedule import Draw
-from crashmatrix.harness.explore.strategies import examples
 from crashmatrix.harness.explore.trial import CaseCache, Finding, HarnessError, run_example
+from crashmatrix.harness.explore.variants import Variant
 
-Example = tuple[Plan, tuple[Draw, ...]]
+Example = tuple[Variant, tuple[Draw, ...]]
 OnExample = Callable[[int], None]  # examples judged so far
 
 
@@ -35,9 +35,6 @@ class SearchConfig:
     jobs: int = 1
     ci: bool = False  # start from Hypothesis's `ci` profile (derandomized, no database)
     shrink_seconds: float = 300.0
-    # What the agent's adapter supports: a plan or draw needing more is never generated.
-    inbox: bool = True
-    torn: bool = True
 
 
 @dataclass(frozen=True)
@@ -121,13 +118,12 @@ def _settings(config: SearchConfig, budget: int) -> settings:
     )
 
 
-def _job(judge: Judge, config: SearchConfig, job: int, budget: int,
+def _job(judge: Judge, config: SearchConfig, strategy: SearchStrategy[Example], job: int, budget: int,
          failures: list[BaseException]) -> None:
     def prop(example: Example) -> None:
         if judge.judge(job, example) is not None:
             raise PropertyFailed
 
-    strategy = examples(config.inbox, config.torn)
     test = _settings(config, budget)(seed(config.seed + job)(given(strategy)(prop)))
     try:
         test()
@@ -138,8 +134,11 @@ def _job(judge: Judge, config: SearchConfig, job: int, budget: int,
             failures.append(exc)
 
 
-def search(cache: CaseCache, config: SearchConfig, on_example: OnExample | None = None) -> SearchResult:
-    """Run the search; on KeyboardInterrupt stop every job, then re-raise."""
+def search(cache: CaseCache, config: SearchConfig, strategy: SearchStrategy[Example],
+           on_example: OnExample | None = None) -> SearchResult:
+    """Run the search over the examples `strategy` draws (strategies.examples: generated plans;
+    strategies.given_examples: the user's scenarios); on KeyboardInterrupt stop every job, then
+    re-raise."""
     started = time.monotonic()
     judge = Judge(cache, config.shrink_seconds, on_example)
     failures: list[BaseException] = []
@@ -147,8 +146,8 @@ def search(cache: CaseCache, config: SearchConfig, on_example: OnExample | None 
     for job in range(config.jobs):
         budget = config.examples // config.jobs + (1 if job < config.examples % config.jobs else 0)
         if budget:
-            threads.append(threading.Thread(target=_job, args=(judge, config, job, budget, failures),
-                                            name=f"explore-{job}", daemon=True))
+            args = (judge, config, strategy, job, budget, failures)
+            threads.append(threading.Thread(target=_job, args=args, name=f"explore-{job}", daemon=True))
     for t in threads:
         t.start()
     try:

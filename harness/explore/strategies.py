@@ -21,9 +21,10 @@ from crashmatrix.harness.explore.plan import (
     Plan,
 )
 from crashmatrix.harness.explore.schedule import Draw
+from crashmatrix.harness.explore.variants import Generated, Given, Variant
 from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.faults.torn import TORN
-from crashmatrix.scenarios.model import CallIds, Policy, ProviderFault
+from crashmatrix.scenarios.model import CallIds, Policy, ProviderFault, Scenario
 
 MAX_TURNS = 3
 MAX_PARALLEL = 2  # calls in one assistant message
@@ -108,6 +109,15 @@ def draws(torn: bool = True) -> st.SearchStrategy[tuple[Draw, ...]]:
 
 
 def examples(interrupts: bool = True,
-             torn: bool = True) -> st.SearchStrategy[tuple[Plan, tuple[Draw, ...]]]:
+             torn: bool = True) -> st.SearchStrategy[tuple[Variant, tuple[Draw, ...]]]:
     """Plans and crash draws an agent can be given: none that needs a capability it lacks."""
-    return st.tuples(plans(interrupts), draws(torn))
+    generated: st.SearchStrategy[Variant] = plans(interrupts).map(Generated)
+    return st.tuples(generated, draws(torn))
+
+
+def given_examples(scenarios: list[Scenario],
+                   torn: bool = True) -> st.SearchStrategy[tuple[Variant, tuple[Draw, ...]]]:
+    """The user's own scenarios, each as written, with crash draws: shrinks toward the first
+    scenario and one crash at its first effect."""
+    given: st.SearchStrategy[Variant] = st.sampled_from([Given(s.name, s) for s in scenarios])
+    return st.tuples(given, draws(torn))

@@ -1,4 +1,4 @@
-"""One example: the plan's crash-free case, then one more crash per draw, each case judged.
+"""One example: the variant's crash-free case, then one more crash per draw, each case judged.
 
 The n-th draw picks its crash point among the events of the incarnation that finished the work
 in the case before it (the recording for the first draw, the recovery for later ones), so every
@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.runner import CaseRunner
-from crashmatrix.harness.explore.build import build_scenario
-from crashmatrix.harness.explore.plan import Plan
 from crashmatrix.harness.explore.schedule import Draw, pick_step
+from crashmatrix.harness.explore.variants import Variant
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.scenarios.model import Scenario
@@ -29,14 +28,14 @@ class HarnessError(RuntimeError):
 class Finding:
     """A case that broke the property, with everything needed to describe and replay it."""
 
-    plan: Plan
+    variant: Variant
     scenario: Scenario
     case: Case
     result: CaseResult
 
     @property
     def calls(self) -> int:
-        return len(self.plan.all_actions())
+        return self.variant.calls
 
     @property
     def crashes(self) -> int:
@@ -50,14 +49,18 @@ class Finding:
 class CaseCache:
     """Runs each case at most once: a case is deterministic, so its id names its result.
 
-    Shrinking replays one plan with many schedules, and every example starts with the same
+    Shrinking replays one variant with many schedules, and every example starts with the same
     crash-free case, so most cases come from here. Thread-safe; a case another thread is
     running is waited for rather than run twice (the two would share one case directory).
     """
 
-    def __init__(self, runner: CaseRunner, agent: str) -> None:
+    def __init__(self, runner: CaseRunner, agent: str, scenario_dirs: tuple[str, ...] = (),
+                 run_dir: str | None = None) -> None:
         self.runner = runner
         self.agent = agent
+        # Where the user's scenarios are, and where their app is found from: repro lines name both.
+        self.scenario_dirs = scenario_dirs
+        self.run_dir = run_dir
         self._done: dict[str, CaseResult] = {}
         self._running: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
@@ -89,8 +92,9 @@ class CaseCache:
         obs = self.runner.run(case, scenario)
         elapsed = time.monotonic() - started
         cfg = self.runner.config
-        result = evaluate(obs, scenario, fsync=cfg.fsync, agent=self.agent, scenario_dirs=[],
-                          duration_ms=elapsed * 1000)
+        result = evaluate(obs, scenario, fsync=cfg.fsync, agent=self.agent,
+                          scenario_dirs=list(self.scenario_dirs), duration_ms=elapsed * 1000,
+                          run_dir=self.run_dir)
         with self._lock:
             self.runs += 1
             self.seconds += elapsed
@@ -99,9 +103,9 @@ class CaseCache:
         return result
 
 
-def run_example(cache: CaseCache, plan: Plan, draws: tuple[Draw, ...]) -> Finding | None:
+def run_example(cache: CaseCache, variant: Variant, draws: tuple[Draw, ...]) -> Finding | None:
     """The first case on the way that breaks the property, or None when every one held."""
-    scenario = build_scenario(plan)
+    scenario = variant.scenario()
     case = Case(scenario.name)
     result = cache.result(case, scenario)
     for draw in (None, *draws):
@@ -114,5 +118,5 @@ def run_example(cache: CaseCache, plan: Plan, draws: tuple[Draw, ...]) -> Findin
             result = cache.result(case, scenario)
         # Verdict.NONDETERMINISTIC breaks the property too: a replay is the whole point.
         if result.verdict is not Verdict.PASS:
-            return Finding(plan, scenario, case, result)
+            return Finding(variant, scenario, case, result)
     return None

@@ -25,6 +25,7 @@ from crashmatrix.harness.explore import read_repro, run_repro
 from crashmatrix.harness.explore.agents import resolve_adapter
 from crashmatrix.harness.explore.repro import Repro, repro_data, write_repro
 from crashmatrix.harness.explore.search import SearchConfig, search
+from crashmatrix.harness.explore.strategies import examples
 from crashmatrix.harness.explore.trial import CaseCache
 
 pytestmark = pytest.mark.crash
@@ -44,12 +45,12 @@ def leftovers(marker: str) -> list[str]:
     return found
 
 
-def crashmatrix(*args: str) -> tuple[subprocess.CompletedProcess[str], str]:
+def crashmatrix(*args: str, cwd: Path | None = None) -> tuple[subprocess.CompletedProcess[str], str]:
     marker = uuid.uuid4().hex
     env = {**os.environ, MARKER: marker}
     env.pop("CI", None)
     proc = subprocess.run([*CLI, *args], capture_output=True, text=True, env=env, timeout=900,
-                          check=False)
+                          check=False, cwd=cwd, stdin=subprocess.DEVNULL)
     return proc, marker
 
 
@@ -125,6 +126,39 @@ def test_explore_shrinks_a_mutant_and_the_printed_command_reproduces_it(
     assert leftovers(marker) == []
 
 
+SUPPORT = Path(__file__).resolve().parents[2] / "examples" / "support_app"
+
+
+def test_explore_runs_against_a_users_app_on_its_own_scenarios(tmp_path: Path) -> None:
+    """Issue 34, item 6: an app with its own tools (lookup_order, send_email) cannot run the
+    generated scenarios; explore says so, and on the app's own scenario, as written, draws crash
+    schedules, finds the doubled email, and its printed command replays it."""
+    broken = "langgraph:support_lg.broken:build"
+    refused, _ = crashmatrix("explore", "--agent", broken, "--out", str(tmp_path), cwd=SUPPORT)
+    assert refused.returncode == 2, refused.stderr
+    assert ("cannot run the generated scenarios (their tools are read, append_note, write, bash)"
+            in refused.stderr)
+    assert "--scenarios DIR" in refused.stderr
+    proc, marker = crashmatrix("explore", "--agent", broken, "--scenarios", "scenarios",
+                               "--scenario", "refund", "--examples", "40", "--seed", "0", "--json",
+                               "--out", str(tmp_path), cwd=SUPPORT)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert leftovers(marker) == []
+    summary = json.loads(proc.stdout)
+    assert summary["explored"] == "crash schedules of refund"
+    found = summary["found"]
+    assert "at-most-once" in found["invariants"]
+    assert found["case"].startswith("refund/")
+    repro = read_repro(found["file"])
+    assert repro.agent == broken, "the app's own reference, so the file replays it"
+    assert repro.scenario.expect.records, "the scenario's own oracle travels with it"
+    replayed, marker = crashmatrix(*shlex.split(found["repro"])[1:], cwd=SUPPORT)
+    assert replayed.returncode == 1, replayed.stdout + replayed.stderr
+    assert replayed.stdout.startswith(f"case {found['case']}: FAIL")
+    assert "   at-most-once: " in replayed.stdout
+    assert leftovers(marker) == []
+
+
 # -- a throwaway mutant, so the Python API is covered whatever harness.mutants holds ----------
 
 def rerun_never_main(argv: list[str]) -> int:
@@ -154,11 +188,11 @@ def test_the_search_api_shrinks_a_failure_and_its_repro_file_replays(
     adapter = RerunNeverAdapter()
     with tempfile.TemporaryDirectory(prefix="explore-test-") as work:
         cache = CaseCache(CaseRunner(config(adapter, Path(work))), adapter.name)
-        result = search(cache, SearchConfig(examples=30, seed=3))
+        result = search(cache, SearchConfig(examples=30, seed=3), examples())
     finding = result.finding
     assert finding is not None
     assert result.error is None
-    assert finding.calls <= 2, finding.plan.describe()
+    assert finding.calls <= 2, finding.variant.describe()
     assert finding.crashes <= 1, finding.case.case_id
     assert "at-most-once" in finding.result.invariants
     path = write_repro(tmp_path / "r.json", repro_data(finding, "durable-agent", None, 3))

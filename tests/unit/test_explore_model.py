@@ -27,6 +27,7 @@ from crashmatrix.harness.explore.plan import (
 from crashmatrix.harness.explore.scenario_data import scenario_data
 from crashmatrix.harness.explore.schedule import Draw
 from crashmatrix.harness.explore.strategies import MAX_CRASHES, boundaries, examples, plans
+from crashmatrix.harness.explore.variants import Generated, Variant
 from crashmatrix.scenarios.model import (
     CallIds,
     Outcome,
@@ -241,7 +242,8 @@ def test_a_per_response_id_scheme_reaches_the_scenario_and_the_description() -> 
 
 @given(examples(interrupts=False, torn=False))
 def test_an_agent_without_inbox_or_tear_is_given_no_interrupt_and_no_torn_write(
-        example: tuple[Plan, tuple[Draw, ...]]) -> None:
-    plan, draws = example
-    assert plan.interrupt is None
+        example: tuple[Variant, tuple[Draw, ...]]) -> None:
+    variant, draws = example
+    assert isinstance(variant, Generated)
+    assert variant.plan.interrupt is None
     assert {d.fault for d in draws} == {"kill"}

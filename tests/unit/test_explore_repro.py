@@ -19,9 +19,10 @@ from crashmatrix.harness.explore.repro import repro_data, write_repro
 from crashmatrix.harness.explore.scenario_data import scenario_data
 from crashmatrix.harness.explore.schedule import Draw, ordered, pick_step
 from crashmatrix.harness.explore.trial import Finding
+from crashmatrix.harness.explore.variants import Generated
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.results import CaseResult, Verdict
-from crashmatrix.scenarios import load_builtin
+from crashmatrix.scenarios import load_builtin, load_file
 from crashmatrix.scenarios.schema import parse_scenario
 
 TRACE = ["recovery.branch:nothing.no_open_run", "commit.before:run_started.prompt,message.user",
@@ -49,6 +50,20 @@ def test_scenario_data_reads_back_equal(name: str) -> None:
     assert back == scenario
 
 
+SUPPORT_SCENARIOS = Path(__file__).resolve().parents[2] / "examples" / "support_app" / "scenarios"
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SUPPORT_SCENARIOS.glob("*.toml")))
+def test_a_users_scenario_reads_back_equal_its_oracles_included(name: str) -> None:
+    """What explore writes into a repro file for a user's own scenario: its records and patterns
+    rules (the oracle of their tools' effects) included, or the replay judges another scenario."""
+    scenario = load_file(SUPPORT_SCENARIOS / f"{name}.toml")
+    assert scenario.expect.records or scenario.expect.patterns or scenario.services, "it names its effects"
+    back = parse_scenario(json.loads(json.dumps(scenario_data(scenario))), source=scenario.source,
+                          default_name="unused")
+    assert back == scenario
+
+
 def _finding() -> Finding:
     plan = Plan(((Action(ActionKind.APPEND, 0, Care.CHECK), Action(ActionKind.READ, 1)),),
                 interrupt=Interrupt(InterruptKind.INPUT, "effect.after:read"))
@@ -59,7 +74,7 @@ def _finding() -> Finding:
                  "evidence": {}}
     result = CaseResult(case=case.case_id, scenario=scenario.name, depth=2, verdict=Verdict.FAIL,
                         violations=[violation])
-    return Finding(plan, scenario, case, result)
+    return Finding(Generated(plan), scenario, case, result)
 
 
 def _write(path: Path, data: dict[str, Any]) -> Path:
