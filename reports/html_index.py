@@ -79,7 +79,8 @@ def line_coverage(record: LineCoverageRecord | None) -> list[str]:
         return []
     percent = record.percent if isinstance(record.percent, int | float) else None
     text = ("Line and branch coverage of the agent in recovery incarnations: "
-            + (f"{percent:.1f}%" if percent is not None else e(record.percent)))
+            + (f"{percent:.1f}%" if percent is not None else e(record.percent))
+            + (f" of <code>{e(record.source)}</code>" if record.source else ""))
     # Only a relative path is linked (the caller makes run.json's relative to the report's
     # folder): the page must name nothing on the network or elsewhere on the machine.
     if record.html and ":" not in record.html and not record.html.startswith("/"):

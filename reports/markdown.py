@@ -164,8 +164,9 @@ def _failures(bad: Sequence[CaseResult], budget: int) -> list[str]:
 
 
 def _line_coverage(lines: LineCoverageRecord, linked: bool) -> str:
+    of = f" of {code(lines.source)}" if lines.source else ""
     text = (f"Line and branch coverage of the agent's code in recovery incarnations: "
-            f"**{_clip(lines.percent)}%** ({_clip(lines.recoveries)} recoveries measured)")
+            f"**{_clip(lines.percent)}%**{of} ({_clip(lines.recoveries)} recoveries measured)")
     if not lines.html:
         return text + "."
     if not linked:

@@ -130,7 +130,8 @@ def _lines(facts: RunFacts) -> str:
     """--line-coverage's total, with where to read it (the HTML sits in the output folder)."""
     if facts.lines is None:
         return ""
-    return (f"; lines+branches of the agent run by recovery {facts.lines.percent}% "
+    of = f" of {facts.lines.source}" if facts.lines.source else ""
+    return (f"; lines+branches of the agent run by recovery {facts.lines.percent}%{of} "
             f"({facts.lines.recoveries} recoveries, {facts.lines.html})")
 
 

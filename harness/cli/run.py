@@ -24,6 +24,7 @@ from crashmatrix.harness.adapters.interface import Adapter, Capability, Prefligh
 from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
 from crashmatrix.harness.adapters.requirements import agent_label, misfit, unmet
+from crashmatrix.harness.cli.coverage_options import coverage_source_of, measured_name, python_only
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.out_lock import lock_out
 from crashmatrix.harness.cli.portable import found_from_here, is_portable, portable_paths, run_dir
@@ -41,7 +42,12 @@ from crashmatrix.harness.enumeration import blackbox_cases, parse_shard, single_
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.crash_states import Tally
 from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path
-from crashmatrix.harness.execution.line_coverage import IMPORTS_DATA, combine_and_report
+from crashmatrix.harness.execution.line_coverage import (
+    IMPORTS_DATA,
+    LineCoverage,
+    Unmeasured,
+    combine_and_report,
+)
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
@@ -180,16 +186,19 @@ def _adapter(name: str) -> Adapter:
 def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool, spawn: str = "fork",
                    work: Path | None = None, coverage_dir: Path | None = None,
                    resolved: Adapter | None = None,
-                   max_events: int = DEFAULT_MAX_EVENTS, blackbox: bool = False) -> Iterator[RunnerConfig]:
+                   max_events: int = DEFAULT_MAX_EVENTS, blackbox: bool = False,
+                   coverage_source: str | None = None) -> Iterator[RunnerConfig]:
     """`agent` as the user named it (recorded in results), or an adapter; `resolved`: the
-    adapter a caller already resolved from that name (so it is looked up once)."""
+    adapter a caller already resolved from that name (so it is looked up once);
+    `coverage_source`: what --line-coverage measures (`coverage_source_of`), None: the adapter's."""
     adapter = resolved or (_adapter(agent) if isinstance(agent, str) else agent)
     python = adapter.python
     preload = list(python.preload) if python else None
+    source = coverage_source or (python.measured if python else "")
     # Under --line-coverage (refused by `run` for an agent without a Python entry) the zygote
     # measures the agent's import-time lines as it preloads it, so they count as run (every
     # incarnation runs them); each recovery child then measures only what it runs itself.
-    measure = (coverage_dir / IMPORTS_DATA, python.measured) if coverage_dir and python else None
+    measure = (coverage_dir / IMPORTS_DATA, source) if coverage_dir and python else None
     # The zygote starts first, before this process has any thread, so it forks clean children.
     spawner = make_spawner(SpawnMode(spawn), preload, measure)
     try:
@@ -200,7 +209,7 @@ def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool
                                case_timeout_s=timeout, max_events=max_events, fsync=fsync,
                                keep=keep, spawner=spawner,
                                coverage_dir=coverage_dir,
-                               coverage_source=python.measured if python else "",
+                               coverage_source=source,
                                agent_ref=agent if isinstance(agent, str) else None,
                                blackbox=blackbox)
     finally:
@@ -439,6 +448,9 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
 @click.option("--line-coverage", is_flag=True,
               help="Measure line and branch coverage of the agent's code in recovery incarnations "
                    "(coverage.py); HTML in OUT/coverage.")
+@click.option("--line-coverage-source", "coverage_sources", multiple=True, metavar="PKG_OR_DIR",
+              help="With --line-coverage: measure this package or directory (repeatable) instead "
+                   "of the adapter's guess (its coverage_source, or its module's top package).")
 @click.option("--overwrite", is_flag=True,
               help="Replace result files in OUT even when no crashmatrix run wrote them there.")
 @click.option("--resume", is_flag=True,
@@ -456,8 +468,11 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         shard: str | None, out: str, as_json: bool, keep: bool,
         require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool,
         black_box: bool, states: bool, audit_states: float, only_cases: tuple[str, ...],
-        baseline_file: str | None) -> None:
+        baseline_file: str | None, coverage_sources: tuple[str, ...]) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
+    if coverage_sources and not line_coverage:
+        fail("--line-coverage-source names what --line-coverage measures; give --line-coverage too")
+    coverage_source = coverage_source_of(coverage_sources)
     known = baseline_of(baseline_file)  # read first: a bad file is refused before anything runs
     try:
         shard_spec = parse_shard(shard) if shard else None
@@ -502,7 +517,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                          max_events=max_events, blackbox=black_box, states=states,
                          scenarios=tuple(s.name for s in scenarios),
                          shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None,
-                         faults=selected, cases=tuple(sorted(set(only_cases))) or None)
+                         faults=selected, cases=tuple(sorted(set(only_cases))) or None,
+                         line_coverage_source=coverage_sources or None)
     if not resume:
         _claim_out(out_dir, overwrite)  # only reads: a directory refused gets no lock file
     lock_out(out_dir)  # before anything in --out is written (or, resuming, read)
@@ -510,9 +526,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         previous, saved = _saved_results(out_dir, options)
     else:
         previous, saved = None, {}
-    if line_coverage and adapter.python is None:
-        # Refused before anything in --out is touched: earlier results stay as they were.
-        fail(f"--line-coverage measures a Python agent; agent {adapter.name!r} has no Python entry point")
+    if line_coverage:
+        python_only(adapter)  # refused before anything in --out is touched
     declared = list(adapter.declared_branches())
     who = identity(agent, adapter)
     # Written first, marked incomplete: a run that never gets to say it finished stays incomplete.
@@ -545,7 +560,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     with _runner_config(agent, timeout, fsync == "on", keep, spawn,
                         work=(out_dir / "cases") if keep else None,
                         coverage_dir=coverage_dir, resolved=adapter,
-                        max_events=max_events, blackbox=black_box) as runner_config:
+                        max_events=max_events, blackbox=black_box,
+                        coverage_source=coverage_source) as runner_config:
         config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
                               jobs=jobs, shard=shard_spec, scenario_dirs=_printed_dirs(dirs, where),
                               run_dir=where,
@@ -592,14 +608,19 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             fail(f"--case {unknown[0]}: {why}; `crashmatrix run` without --case lists them all")
         click.echo(f"crashmatrix: note: --case: a slice of the matrix, {len(set(only_cases))} named "
                    "case(s) beside the recordings; every other case was left out", err=True)
-    lines = combine_and_report(coverage_dir, out_dir) if coverage_dir is not None else None
+    measured = (combine_and_report(coverage_dir, out_dir, measured_name(adapter, coverage_sources))
+                if coverage_dir is not None else None)
+    lines = measured if isinstance(measured, LineCoverage) else None
+    unmeasured = measured.message if isinstance(measured, Unmeasured) else None
     # Enumeration is known only once the matrix ran to its end; until then `known` is a floor.
     ended = replace(started, expected=None if interrupted else dict(tally.per_scenario),
                     known=tally.known or started.known, done=len(saved) + tally.written,
                     complete=not interrupted, ended=RunEnd.INTERRUPTED if interrupted else RunEnd.FINISHED,
                     line_coverage=None if lines is None else LineCoverageRecord(
                         percent=lines.percent, recoveries=lines.data_files,
-                        html=(lines.html_dir / "index.html").relative_to(out_dir).as_posix()),
+                        html=(lines.html_dir / "index.html").relative_to(out_dir).as_posix(),
+                        source=lines.source),
+                    line_coverage_unmeasured=unmeasured,
                     crash_states=shared)
     write_run(out_dir / RUN_FILE, ended)
     results = load_results(out_dir / RESULTS_FILE) if progress.done or saved else []
@@ -617,6 +638,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         say_completeness(completeness)
     else:
         click.echo(terminal_safe(render_summary(results, str(out_dir / RESULTS_FILE), completeness, facts)))
+    if unmeasured is not None:  # asked for, so never silent: why, and what to do
+        click.echo(f"--line-coverage measured nothing: {unmeasured}", err=True)
     if interrupted:
         click.echo(f"crashmatrix: interrupted: {len(results)} finished cases kept in "
                    f"{out_dir / RESULTS_FILE}; to run the rest, repeat the command with --resume", err=True)

@@ -4,18 +4,40 @@ A killed incarnation writes no coverage data (it never reaches `save`); a recove
 its end does. `python -m crashmatrix.harness.execution.covered DATA_FILE SOURCE ENTRY ARGS...`
 in fresh mode; the zygote calls `run` in fork mode, after `measure_imports` measured, once, the
 lines the agent runs when it is imported (its children are forked with it imported already).
+SOURCE is one argument: several packages or directories are joined by SEPARATOR.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import coverage
 
+SEPARATOR = ","
+# Warnings coverage.py would print into each incarnation's output, which the harness says once
+# itself: a source never imported ("measured nothing", at the end of the run); and, in a child
+# forked from the zygote, a source "previously imported, but not measured", which the zygote did
+# measure (`measure_imports`).
+QUIET = ["module-not-imported", "no-data-collected", "module-not-measured"]
+
+
+def _coverage(data_file: str, source: str) -> coverage.Coverage:
+    cov = coverage.Coverage(data_file=data_file, branch=True, source=source.split(SEPARATOR))
+    cov.set_option("run:disable_warnings", QUIET)
+    return cov
+
+
+def _saved(data_file: str) -> None:
+    """Make sure a recovery that ended leaves a data file, even one measuring nothing: an empty
+    file tells "ran, but nothing of SOURCE" from "never saved" (killed) when the run combines."""
+    if not os.path.exists(data_file):
+        coverage.CoverageData(basename=data_file).add_arcs({})
+
 
 def run(data_file: str, source: str, entry: str, args: list[str]) -> int:
-    cov = coverage.Coverage(data_file=data_file, branch=True, source=[source])
+    cov = _coverage(data_file, source)
     cov.start()
     try:
         module_name, _, func = entry.partition(":")
@@ -25,6 +47,7 @@ def run(data_file: str, source: str, entry: str, args: list[str]) -> int:
     finally:
         cov.stop()
         cov.save()
+        _saved(data_file)
     return code
 
 
@@ -37,7 +60,7 @@ def measure_imports(data_file: str, source: str, modules: list[str]) -> None:
     reference agent). Starting a Coverage here also loads coverage.py's own lazily imported
     parts, so a child's start finds them in memory.
     """
-    cov = coverage.Coverage(data_file=data_file, branch=True, source=[source])
+    cov = _coverage(data_file, source)
     cov.start()
     try:
         for module in modules:

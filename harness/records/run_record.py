@@ -54,6 +54,9 @@ class RunOptions:
     states: bool = False
     # Only these crash cases, by id (`--case`); None: every case of the matrix.
     cases: tuple[str, ...] | None = None
+    # What `--line-coverage` measures, as `--line-coverage-source` named it; None: the adapter's
+    # own guess (older files: None, the only choice there was).
+    line_coverage_source: tuple[str, ...] | None = None
 
     def differences(self, other: RunOptions, ignore: Sequence[str] = ()) -> list[tuple[str, object, object]]:
         """(field, ours, theirs) for each field both record with different values."""
@@ -73,7 +76,7 @@ class RunOptions:
 
 
 # Fields where None is a value (the whole matrix, the default faults), not "not recorded".
-_NONE_MEANS_DEFAULT = ("shard", "faults", "cases")
+_NONE_MEANS_DEFAULT = ("shard", "faults", "cases", "line_coverage_source")
 
 
 @dataclass(frozen=True)
@@ -97,15 +100,19 @@ class Shards:
 @dataclass(frozen=True)
 class LineCoverageRecord:
     """What `run --line-coverage` measured: the total, where its HTML is (relative to run.json's
-    directory, so a moved or downloaded output folder still links to it), and from how many
-    recovery incarnations."""
+    directory, so a moved or downloaded output folder still links to it), from how many
+    recovery incarnations, and of what (the package or directory; None in older files)."""
 
     percent: float
     html: str
     recoveries: int
+    source: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"percent": self.percent, "html": self.html, "recoveries": self.recoveries}
+        data: dict[str, Any] = {"percent": self.percent, "html": self.html, "recoveries": self.recoveries}
+        if self.source is not None:
+            data["source"] = self.source
+        return data
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,8 @@ class RunRecord:
     shards: Shards | None = None  # set by `merge`
     format: int = FORMAT
     line_coverage: LineCoverageRecord | None = None  # set by `run --line-coverage` when it measured
+    # Set by `run --line-coverage` when it measured nothing: why, and what to do (never silent).
+    line_coverage_unmeasured: str | None = None
     # Set by `run --states`. Not under "states", the key of the option (true or false).
     crash_states: StatesRecord | None = None
     # What the agents could reach beyond the fakes, and why (harness/execution/netns.py): None
@@ -172,6 +181,8 @@ class RunRecord:
             "scenarios": None if o.scenarios is None else list(o.scenarios), "shard": o.shard,
             "faults": None if o.faults is None else list(o.faults), "blackbox": o.blackbox,
             "states": o.states, "cases": None if o.cases is None else list(o.cases),
+            "line_coverage_source": (None if o.line_coverage_source is None
+                                     else list(o.line_coverage_source)),
             "expected": None if self.expected is None else dict(self.expected),
             "expected_total": self.expected_total, "known": self.known, "done": self.done,
             "complete": self.complete, "ended": None if self.ended is None else self.ended.value,
@@ -180,6 +191,8 @@ class RunRecord:
         }
         if self.line_coverage is not None:
             data["line_coverage"] = self.line_coverage.to_json()
+        if self.line_coverage_unmeasured is not None:
+            data["line_coverage_unmeasured"] = self.line_coverage_unmeasured
         if self.crash_states is not None:
             data["crash_states"] = self.crash_states.to_json()
         if self.shards is not None:
@@ -198,6 +211,7 @@ class RunRecord:
         scenarios = get("scenarios", is_str_list, "a list of strings")
         faults = get("faults", is_str_list, "a list of strings, or null")
         cases = get("cases", is_str_list, "a list of case ids, or null")
+        sources = get("line_coverage_source", is_str_list, "a list of strings, or null")
         expected = get("expected", _is_counts, "an object of case counts")
         merged = get("merged", lambda v: isinstance(v, dict), "an object")
         lines = get("line_coverage", lambda v: isinstance(v, dict), "an object")
@@ -218,7 +232,8 @@ class RunRecord:
                 faults=None if faults is None else tuple(faults),
                 blackbox=bool(get("blackbox", _is_bool, "true or false")),
                 states=bool(get("states", _is_bool, "true or false")),
-                cases=None if cases is None else tuple(cases)),
+                cases=None if cases is None else tuple(cases),
+                line_coverage_source=None if sources is None else tuple(sources)),
             expected=expected,
             known=get("known", _is_count, "a count"),
             done=get("done", _is_count, "a count"),
@@ -227,6 +242,7 @@ class RunRecord:
             shards=None if merged is None else _shards(merged, path),
             format=get("format", _is_int, "an integer") or 1,
             line_coverage=None if lines is None else _line_coverage(lines, path),
+            line_coverage_unmeasured=get("line_coverage_unmeasured", _is_str, "a string, or null"),
             crash_states=None if crash_states is None else _crash_states(crash_states, path),
             network_exposed=get("network_exposed", _is_str, "a string, or null"),
             agent_origin=get("agent_origin", _is_str, "a string, or null"),
@@ -299,7 +315,8 @@ def _line_coverage(data: dict[str, Any], path: Path) -> LineCoverageRecord:
     get = _Fields(data, path, "line_coverage.")
     return LineCoverageRecord(percent=float(get("percent", _is_number, "a number", required=True)),
                               html=get("html", _is_str, "a string", required=True),
-                              recoveries=get("recoveries", _is_count, "a count", required=True))
+                              recoveries=get("recoveries", _is_count, "a count", required=True),
+                              source=get("source", _is_str, "a string, or null"))
 
 
 def _crash_states(data: dict[str, Any], path: Path) -> StatesRecord:
@@ -327,11 +344,17 @@ def run_file_for(results_path: Path) -> Path:
 
 def run_notes(record: RunRecord | None) -> list[str]:
     """What every report of a run says above its counts, beside its completeness: what the run
-    could not promise (agents not isolated from the network)."""
-    if record is None or record.network_exposed is None:
+    could not promise (agents not isolated from the network; line coverage asked for, but none
+    measured)."""
+    if record is None:
         return []
-    return [f"Agents were not network-isolated: {record.network_exposed}. They could reach "
-            "whatever this machine can, real endpoints with real keys included."]
+    notes = []
+    if record.network_exposed is not None:
+        notes.append(f"Agents were not network-isolated: {record.network_exposed}. They could reach "
+                     "whatever this machine can, real endpoints with real keys included.")
+    if record.line_coverage_unmeasured is not None:
+        notes.append(f"--line-coverage measured nothing: {record.line_coverage_unmeasured}.")
+    return notes
 
 
 def read_run(path: Path) -> RunRecord | None:
