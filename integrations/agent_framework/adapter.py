@@ -44,7 +44,10 @@ class AgentFrameworkAdapter(HostedAdapter):
     # storage writes without fsync, which the power model would judge, and its black-box points
     # were not checked for determinism), not `concurrent` (nothing stops two processes on one
     # checkpoint directory; declaring it would only show that), not `inbox`.
-    capabilities = frozenset({Capability.KILL, Capability.STORE})
+    # `state-in-tree`: the checkpoint directory is in the session directory; `run --states
+    # --audit-states 1` over every built-in it runs (216 cases, 12 scenarios) found no case
+    # differing from a real kill.
+    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.STATE_IN_TREE})
 
     # What a checkpointed workflow does not promise (reported as not applicable, with this
     # reason, in every summary; store.py says what each other invariant reads from its store).

@@ -37,7 +37,10 @@ class LangGraphAdapter(HostedAdapter):
     # the `power` model's business), not `file-store` (SQLite's journal and page writes are not
     # what the power model follows), not `concurrent` (nothing stops two processes on one
     # thread; declaring it would only show that, at a high price in cases), not `inbox`.
-    capabilities = frozenset({Capability.KILL, Capability.STORE})
+    # `state-in-tree`: the checkpointer's SQLite files live in the session directory and the app
+    # is a function of them and the fake's replies; `run --states --audit-states 1` over every
+    # built-in it runs (512 cases, 12 scenarios) found no case differing from a real kill.
+    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.STATE_IN_TREE})
 
     # What a LangGraph app does not promise (reported as not applicable, with this reason, in
     # every summary; store.py says what each other invariant reads from its store).

@@ -38,7 +38,10 @@ class OpenAIAgentsAdapter(HostedAdapter):
     # crash points and the power model can act on its writes. Not `tear` (SQLite commits whole
     # or not at all), not `concurrent` (nothing stops two processes on one session; declaring it
     # would only show that), not `inbox` (an SDK run takes its input when it starts).
-    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.FILE_STORE})
+    # `state-in-tree`: that database is all a restart reads; `run --states --audit-states 1` over
+    # every built-in it runs (239 cases, 12 scenarios) found no case differing from a real kill.
+    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.FILE_STORE,
+                              Capability.STATE_IN_TREE})
 
     # What an Agents SDK app does not promise (reported as not applicable, with this reason, in
     # every summary).

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from crashmatrix.harness.adapters.interface import Capability
+from crashmatrix.harness.adapters.registry import list_agents
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
 from crashmatrix.scenarios import load_builtin
 from tests.support.planted import COUNTER_ENV, ROOT
@@ -39,6 +41,22 @@ def run(out: Path, *args: str, env: dict[str, str] | None = None) -> list[dict[s
     return [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
+def integration_slice(cases: list[str]) -> tuple[str, ...]:
+    """`--case` arguments for a slice of a framework's matrix, from its `--states` run's case ids
+    (a real kill starts three framework processes, so CI runs a slice;
+    CRASHMATRIX_STATES_EQUIVALENCE=all runs every case): the first and the last crash at each kind
+    of event."""
+    if EVERYTHING:
+        return ()
+    by_kind: dict[str, list[str]] = {}
+    for case in sorted(cases):
+        if case.count(":") >= 2:
+            by_kind.setdefault(case.split(":")[1], []).append(case)
+    assert len(by_kind) >= 4, cases  # commits, effects, requests: the slice spans them
+    chosen = sorted({c for found in by_kind.values() for c in (found[0], found[-1])})
+    return tuple(a for c in chosen for a in ("--case", c))
+
+
 def essentials(rows: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("verdict", "branches", "commits", "requests", "exit_codes", "trace")
     return {r["case"]: {**{k: r[k] for k in keys},
@@ -47,8 +65,15 @@ def essentials(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 # Each with the fault kinds that can kill it: a mutant only a power loss or a failed fsync kills is
 # run with that kind (which `--states` runs as real kills: it acts on what was synced).
+# Every framework integration that declares its state in the tree (issue 35: each declares it
+# only once `--audit-states 1` over the built-ins it can run found no difference), on the slice
+# every one of them runs: the same verdicts, invariants, requests and traces as real kills.
+OURS = ("durable-agent", "messages-only")
+INTEGRATIONS = tuple(a.name for a in list_agents()
+                     if Capability.STATE_IN_TREE.value in a.capabilities and a.name not in OURS)
 AGENTS = [("durable-agent", SCENARIOS, ()), ("messages-only", ("changelog-fast",), ()),
-          *((f"mutant:{m.value}", CATALOGUE[m].scenarios, CATALOGUE[m].faults or ()) for m in MUTANTS)]
+          *((f"mutant:{m.value}", CATALOGUE[m].scenarios, CATALOGUE[m].faults or ()) for m in MUTANTS),
+          *((name, ("changelog-fast",), ()) for name in INTEGRATIONS)]
 
 
 @pytest.mark.parametrize(("agent", "names", "faults"), AGENTS, ids=[a for a, _, _ in AGENTS])
@@ -56,12 +81,17 @@ def test_states_give_every_case_the_verdict_a_real_kill_gives(tmp_path: Path, ag
                                                                names: tuple[str, ...],
                                                                faults: tuple[str, ...]) -> None:
     scenarios = [a for s in names for a in ("--scenario", s)] + [a for f in faults for a in ("--fault", f)]
-    real = essentials(run(tmp_path / "kill", "--agent", agent, *scenarios))
     states = essentials(run(tmp_path / "states", "--agent", agent, "--states", *scenarios))
+    if agent in INTEGRATIONS:
+        scenarios += integration_slice(list(states))
+    real = essentials(run(tmp_path / "kill", "--agent", agent, *scenarios))
+    if agent in INTEGRATIONS and not EVERYTHING:  # the slice, and the recording beside it
+        assert set(real) < set(states)
+        states = {c: states[c] for c in real}
     assert set(states) == set(real)
     different = {c: (states[c], real[c]) for c in real if states[c] != real[c]}
     assert not different, json.dumps(different, indent=1)[:3000]
-    if agent != "durable-agent":  # a mutant, and the baseline, are caught the same way
+    if agent not in ("durable-agent", *INTEGRATIONS):  # a mutant, and the baseline, are caught the same way
         assert any(v["verdict"] == "fail" for v in states.values())
 
 

@@ -98,7 +98,8 @@ def test_the_database_is_read_and_damage_is_reported(tmp_path: Path) -> None:
 
 def test_the_adapter_declares_what_it_implements() -> None:
     assert ADAPTER.name == "openai-agents"
-    assert ADAPTER.capabilities == {Capability.KILL, Capability.STORE, Capability.FILE_STORE}
+    assert ADAPTER.capabilities == {Capability.KILL, Capability.STORE, Capability.FILE_STORE,
+                                    Capability.STATE_IN_TREE}
     assert ADAPTER.python.preload == ("crashmatrix.integrations.openai_agents.warm",)
     assert ADAPTER.with_app("mypkg.agent:build").python.coverage_source == "mypkg"
     env = ADAPTER.env()
