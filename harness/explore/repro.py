@@ -30,6 +30,10 @@ FORMAT = "crashmatrix-repro"
 VERSION = 1
 REQUIRED = ("format", "version", "case", "agent", "mutant", "scenario")
 INFORMATIONAL = ("found", "description", "seed")
+# A user's scenario with a check hook (`expect.check = "module:function"`) finds that module beside
+# its own file: the repro file names the file (absolute, as this machine found it), and a replay
+# reads the hook from there when it still exists.
+SCENARIO_FILE = "scenario_file"
 
 
 class ReproFileError(ScenarioError):
@@ -62,6 +66,8 @@ def repro_data(finding: Finding, agent: str, mutant: str | None, seed: int) -> d
         "description": finding.variant.describe(),
         "seed": seed,
         "scenario": scenario_data(finding.scenario),
+        **({SCENARIO_FILE: str(Path(finding.scenario.source).resolve())}
+           if finding.scenario.expect.check is not None else {}),
     }
 
 
@@ -102,8 +108,9 @@ def read_repro(path: str | Path) -> Repro:
     source = str(p)
     data = _document(p)
     for name in data:
-        if name not in REQUIRED + INFORMATIONAL:
-            raise ReproFileError(f"unknown field; expected one of {', '.join(REQUIRED + INFORMATIONAL)}",
+        if name not in (*REQUIRED, *INFORMATIONAL, SCENARIO_FILE):
+            raise ReproFileError(f"unknown field; expected one of "
+                                 f"{', '.join((*REQUIRED, *INFORMATIONAL, SCENARIO_FILE))}",
                                  path=source, field=name)
     for name in REQUIRED:
         if name not in data:
@@ -121,8 +128,11 @@ def read_repro(path: str | Path) -> Repro:
     if mutant is not None and (not isinstance(mutant, str) or not mutant):
         raise ReproFileError(f"expected a mutant name or null, got {mutant!r}", path=source,
                              field="mutant")
+    beside = data.get(SCENARIO_FILE)
+    origin = beside if isinstance(beside, str) and Path(beside).is_file() else source
     try:
-        scenario = parse_scenario(data["scenario"], source=source, default_name="explore")
+        scenario = parse_scenario(data["scenario"], source=origin,
+                                  default_name="explore")
     except ScenarioError as exc:
         field = "scenario" + (f".{exc.field}" if exc.field else "")
         raise ReproFileError(exc.message, path=source, field=field) from None

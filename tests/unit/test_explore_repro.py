@@ -19,11 +19,15 @@ from crashmatrix.harness.explore.repro import repro_data, write_repro
 from crashmatrix.harness.explore.scenario_data import scenario_data
 from crashmatrix.harness.explore.schedule import Draw, ordered, pick_step
 from crashmatrix.harness.explore.trial import Finding
-from crashmatrix.harness.explore.variants import Generated
+from crashmatrix.harness.explore.variants import Generated, Given
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.violation import InvariantId
+from crashmatrix.harness.verify import verify
 from crashmatrix.scenarios import load_builtin, load_file
+from crashmatrix.scenarios.model import Scenario
 from crashmatrix.scenarios.schema import parse_scenario
+from tests.support.framework_case import refund_case
 
 TRACE = ["recovery.branch:nothing.no_open_run", "commit.before:run_started.prompt,message.user",
          "commit.written:run_started.prompt,message.user", "provider.before:chat",
@@ -160,3 +164,28 @@ def test_ci_runs_derandomized_with_a_small_budget_unless_told_otherwise() -> Non
     assert (longer.examples, longer.seed, longer.jobs) == (500, 9, 2)
     local = search_config(None, None, 1, 60.0, {})
     assert (local.examples, local.ci) == (DEFAULT_EXAMPLES, False)
+
+
+def test_a_users_scenario_with_a_check_hook_replays_its_hook_from_beside_its_file(tmp_path: Path) -> None:
+    """The hook module lives beside the user's scenario file, not beside the repro file: the
+    repro file names the scenario's file, and the replay's verifier finds the hook there."""
+    from tests.unit.test_verifier_your_tools import _hooked  # noqa: PLC0415 - its hook and scenario
+
+    (tmp_path / "theirs").mkdir()
+    scenario = _hooked(tmp_path / "theirs", "support_checks:check")
+    assert isinstance(scenario, Scenario)
+    case = Case(scenario.name)
+    result = CaseResult(case=case.case_id, scenario=scenario.name, depth=0, verdict=Verdict.FAIL)
+    finding = Finding(Given(scenario.name, scenario), scenario, case, result)
+    elsewhere = tmp_path / "out" / "r.json"
+    elsewhere.parent.mkdir()
+    repro = read_repro(write_repro(elsewhere, repro_data(finding, "durable-agent", None, 0)))
+    assert repro.scenario.source == str(tmp_path / "theirs" / "refund.toml")
+    said = [v.message for v in verify(refund_case(emails_sent=2, records=2), repro.scenario)
+            if v.invariant is InvariantId.SCENARIO_ORACLE]
+    assert said == ["support_checks:check: expected one email in outbox.jsonl, found 2"]
+    # Without the scenario's file (a repro file carried to another machine) the hook cannot be
+    # found: the file is refused, naming the field, rather than replayed without its oracle.
+    (tmp_path / "theirs" / "refund.toml").unlink()
+    with pytest.raises(ReproFileError, match=r"field 'scenario\.expect\.check': cannot load the check hook"):
+        read_repro(elsewhere)
