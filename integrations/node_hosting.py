@@ -5,6 +5,11 @@ commands as a Python host (`run`, `recover`, `describe`) and `--app FILE:EXPORT`
 module file and the export that builds the app. FILE is made absolute against the directory
 crashmatrix runs in, so an incarnation (which runs in the workspace) finds it; the host loads
 the framework from that file's own project (its node_modules), never from crashmatrix's.
+
+Loading the framework is most of a Node incarnation's cost (about 0.6 s of CPU; Node 20 keeps no
+compiled code between processes), so a host's `recover` reads its session first and, when there
+is nothing to resume, ends as the framework's path would, without loading it
+(docs/frameworks.md, "Node start cost"). `CHECK_FIRST_ENV=0` makes every host load it first.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from crashmatrix.integrations.hosting import HostedAdapter
 # `import.meta.resolve(specifier, parent)`, which Node 20 offers behind this flag (a host started
 # without it falls back to the packages' CommonJS entries, found from the same folder).
 NODE_FLAGS = ("--experimental-import-meta-resolve",)
+CHECK_FIRST_ENV = "CRASHMATRIX_NODE_CHECK_FIRST"  # "0": load the framework before reading the session
 
 
 def node_program(host: Path) -> tuple[str, ...]:
@@ -34,6 +40,15 @@ def app_file(app: str) -> Path:
     if not sep or not file or not export:
         raise ValueError(f"app {app!r}: expected FILE:EXPORT, e.g. ./src/graph.mjs:build")
     return Path(os.getcwd(), file).resolve()
+
+
+def absolute_ref(ref: str) -> str:
+    """`FILE:EXPORT` with FILE made absolute (as it was given when it has no export: the host
+    refuses it with a usage error, which preflight reports)."""
+    try:
+        return f"{app_file(ref)}:{ref.rpartition(':')[2]}"
+    except ValueError:
+        return ref
 
 
 def node_package_versions(app: str, *packages: str) -> str:

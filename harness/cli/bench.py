@@ -4,7 +4,9 @@ Figures are ratios measured in one invocation (the machines are shared and noisy
 ms per case for each spawn mode, their ratio, the measured floor (a bare fork, exit and wait,
 times the incarnations per case), per-case cost as a multiple of that floor, and peak memory.
 With `--trace`, the fresh matrix again with every incarnation under strace (as the power fault
-runs the incarnation it crashes), and its cost as a multiple of plain fresh.
+runs the incarnation it crashes), and its cost as a multiple of plain fresh. Per incarnation, the
+median time of the settle runs (the last `recover`, nothing left to do) beside the others': a host
+that checks its session before loading its framework settles at process-start cost.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import importlib.util
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +56,8 @@ class ModeFigures:
     distinct: int = 0  # --states: the distinct states they mapped to
     frozen: int = 0  # --states: FREEZE (second-process) points served by hosts
     hosts: int = 0  # --states: the host runs made for them
+    settle_ms: list[float] = field(default_factory=list)  # each settle incarnation's time
+    other_ms: list[float] = field(default_factory=list)  # every other incarnation's
 
     @property
     def cases_per_s(self) -> float:
@@ -157,6 +162,10 @@ def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: i
         figures.incarnations += len(result.crashed_at)
         figures.failed += 0 if result.ok else 1
         figures.verdicts[result.case] = (result.verdict.value, tuple(result.invariants))
+        # The settle is the incarnation after the one that finished the work (runner.py).
+        settles = len(result.incarnation_ms) == result.depth + 2
+        figures.settle_ms += result.incarnation_ms[-1:] if settles else []
+        figures.other_ms += result.incarnation_ms[:-1] if settles else result.incarnation_ms
 
     with _runner_config(agent, timeout, False, False, mode, resolved=adapter,
                         coverage_dir=coverage_dir) as plain:
@@ -195,6 +204,14 @@ def coverage_cost(covered: ModeFigures, fork: ModeFigures) -> dict[str, object]:
             "combine_s": round(covered.combine_s, 2), "overhead": times(covered.ms_per_case),
             "overhead_with_report": times(1000 * (covered.seconds + covered.combine_s) / covered.cases)
             if covered.cases else None}
+
+
+def incarnation_cost(fig: ModeFigures) -> dict[str, float | None]:
+    """Median ms of a settle incarnation and of any other, as the matrix measured them."""
+    def median(ms: list[float]) -> float | None:
+        return round(statistics.median(ms), 1) if ms else None
+
+    return {"settle_median_ms": median(fig.settle_ms), "other_median_ms": median(fig.other_ms)}
 
 
 def states_cost(states: ModeFigures, fork: ModeFigures) -> dict[str, object]:
@@ -266,6 +283,7 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
         "peak_rss_mb": round(peak_rss_mb(), 1),
         "jobs": jobs,
         "incarnations_per_case": round(per_case_incarnations, 2),
+        "incarnation_ms": incarnation_cost(fork),
         "rss_after_each_repeat_mb": fork.rss_after_mb,
         "failed": fork.failed + (fresh.failed if fresh else 0) + (covered.failed if covered else 0)
         + (traced.failed if traced else 0) + (states.failed if states else 0),
@@ -289,6 +307,9 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
                    f"{per_case_incarnations:.2f} incarnations/case = {floor_ms:.2f} ms; "
                    f"fork-mode cost = {data['floor_multiple']}x floor (wall time per case at "
                    f"{jobs} jobs)")
+        per = incarnation_cost(fork)
+        click.echo(f"per incarnation (the fork-mode matrix): settle (nothing left to do) median "
+                   f"{per['settle_median_ms']} ms, every other median {per['other_median_ms']} ms")
         if covered is not None:
             cost = coverage_cost(covered, fork)
             click.echo(f"--line-coverage: {cost['overhead']}x fork's time per case; with combining "

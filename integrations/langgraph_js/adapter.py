@@ -6,8 +6,10 @@ to the directory crashmatrix runs in), else the shipped example (`examples/langg
 The app's project must have its packages installed (`npm ci` there): the host loads LangGraph.js,
 the SQLite checkpointer and LangChain from the app's node_modules.
 
-Every incarnation is a fresh Node process (about 0.7 s to load the framework). The store reader
-makes every invariant judgeable; `store` says which ones a LangGraph store gives nothing to.
+Every incarnation is a fresh Node process (about 0.7 s to load the framework), except that a
+`recover` with nothing to resume ends before loading it (the host checks the database first:
+docs/frameworks.md, "Node start cost"). The store reader makes every invariant judgeable; `store`
+says which ones a LangGraph store gives nothing to.
 """
 
 from __future__ import annotations

@@ -24,6 +24,13 @@
 //   with `seq` and a label (`checkpoint.<source>`, `writes.<node>`), numbered as
 //   integrations/langgraph_js/store.py reads the database.
 //
+// `recover` checks first: when the thread's latest checkpoint leaves no task to run (what
+// `graph.invoke(null)` would find: nothing to do, no event, exit 0) it ends there, before the
+// framework loads (about 0.1 s instead of 1; docs/frameworks.md, "Node start cost"). The check
+// reads the database with the better-sqlite3 the app's saver imports, and claims "nothing to do"
+// only for a StateGraph's checkpoint it fully understands; anything else takes the framework's
+// path, on the connection the check opened. CRASHMATRIX_NODE_CHECK_FIRST=0 always loads first.
+//
 // Exit codes: 0 the invocation returned (describe: tools printed), 1 it raised, 2 usage,
 // 3 the harness closed the probe channel.
 import { randomUUID } from "node:crypto";
@@ -36,7 +43,7 @@ const require = createRequire(import.meta.url);
 const here = path.dirname(fileURLToPath(import.meta.url));
 // The shipped runtime: clients/js in a checkout (integrations/langgraph_js -> ../../clients/js).
 const runtime = require(path.join(here, "..", "..", "clients", "js", "host-runtime.js"));
-const { emit, serialiser, loadApp, describe, main } = runtime;
+const { emit, serialiser, loadApp, parseAppRef, describe, main } = runtime;
 
 const APP_ENV = "CRASHMATRIX_LANGGRAPH_JS_APP";
 const DEFAULT_APP = path.join(here, "..", "..", "examples", "langgraph_js_app", "graph.mjs") + ":build";
@@ -44,6 +51,11 @@ const DB = "checkpoints.sqlite";
 const THREAD_FILE = "thread_id";
 const INPUT_TASK = "__input__"; // LangGraph's INPUT: the task id of the input's writes derives from it
 const PULL = "__pregel_pull";
+const CHECK_FIRST_ENV = "CRASHMATRIX_NODE_CHECK_FIRST"; // "0": load the framework before anything
+const CHECKPOINT_V = 4; // the checkpoint format the check understands (an older one migrates on load)
+const BRANCH = "branch:to:";
+const TASKS = "__pregel_tasks"; // Sends waiting to run
+const START = "__start__";
 
 function token(text) {
   return String(text).replace(/[^A-Za-z0-9_.-]+/g, "_").replace(/^_+|_+$/g, "") || "none";
@@ -219,7 +231,85 @@ function threadId(session, command) {
   return made;
 }
 
+/**
+ * The session's database opened before the framework loads, as `SqliteSaver.fromConnString`
+ * opens it (`new Database(file)`, with the better-sqlite3 the app's saver imports); null when
+ * there is none yet or it cannot be opened so (the framework's path then opens it as before).
+ */
+function openEarly(appRef, file) {
+  if (!fs.existsSync(file)) return null; // opening would create it: the saver's to do
+  try {
+    const saverEntry = createRequire(parseAppRef(appRef).file).resolve("@langchain/langgraph-checkpoint-sqlite");
+    const Database = createRequire(saverEntry)("better-sqlite3");
+    return new Database(file);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether `graph.invoke(null)` on the thread would find no task: its latest checkpoint (as
+ * `getTuple` picks it) has no pending writes and no Send, and every trigger channel that holds a
+ * value was seen by its node at that version (LangGraph's `_triggers`). Only a StateGraph's
+ * checkpoint (nodes triggered by `branch:to:NODE`, a `__start__` node) in the format known here,
+ * with no subgraph state, is judged; anything else, or any doubt, is false (the framework decides).
+ */
+function nothingToResume(db, tid) {
+  try {
+    if (String(db.pragma("journal_mode", { simple: true })).toLowerCase() !== "wal") return false; // setup() would change it
+    const tables = db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name IN ('checkpoints', 'writes')").get().n;
+    if (tables !== 2) return false; // setup() would make them
+    if (db.prepare("SELECT 1 FROM checkpoints WHERE thread_id = ? AND checkpoint_ns != '' LIMIT 1").get(tid)) return false;
+    if (db.prepare("SELECT 1 FROM writes WHERE thread_id = ? AND checkpoint_ns != '' LIMIT 1").get(tid)) return false;
+    const row = db.prepare("SELECT checkpoint_id AS id, type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1").get(tid);
+    if (!row || (row.type ?? "json") !== "json") return false;
+    if (db.prepare("SELECT 1 FROM writes WHERE thread_id = ? AND checkpoint_ns = '' AND checkpoint_id = ? LIMIT 1").get(tid, row.id)) return false;
+    return idleCheckpoint(JSON.parse(Buffer.isBuffer(row.checkpoint) ? row.checkpoint.toString("utf8") : String(row.checkpoint)));
+  } catch {
+    return false;
+  }
+}
+
+function idleCheckpoint(cp) {
+  if (cp?.v !== CHECKPOINT_V) return false;
+  const versions = cp.channel_versions ?? {};
+  const seen = cp.versions_seen ?? {};
+  const values = cp.channel_values ?? {};
+  // A StateGraph's: every node that ran has its branch channel, and the start node ran.
+  const nodes = new Set(Object.keys(versions).filter((c) => c.startsWith(BRANCH)).map((c) => c.slice(BRANCH.length)));
+  if (!(START in seen)) return false;
+  for (const node of Object.keys(seen)) {
+    if (!["__input__", "__interrupt__", START].includes(node) && !nodes.has(node)) return false;
+  }
+  for (const [channel, value] of Object.entries(values)) {
+    if (channel === TASKS) {
+      if (!Array.isArray(value) || value.length) return false; // a Send to run
+      continue;
+    }
+    const node = channel === START ? START : channel.startsWith(BRANCH) ? channel.slice(BRANCH.length) : null;
+    if (node === null) {
+      if (channel.startsWith("join:")) return false; // a barrier: not judged here
+      continue; // a state key: no StateGraph node is triggered by one
+    }
+    const version = versions[channel];
+    const saw = seen[node]?.[channel];
+    if (typeof version !== "number" || typeof saw !== "number" || version > saw) return false;
+  }
+  return true;
+}
+
 async function host(args) {
+  // Recover with nothing to resume: end as the framework's path would (no event, exit 0).
+  let early = null;
+  if (args.command === "recover" && process.env[CHECK_FIRST_ENV] !== "0") {
+    const file = path.join(args.session, THREAD_FILE);
+    const tid = fs.existsSync(file) ? fs.readFileSync(file, "utf8").trim() : null;
+    early = tid === null ? null : openEarly(args.app, path.join(args.session, DB));
+    if (early !== null && nothingToResume(early, tid)) {
+      early.close();
+      return 0;
+    }
+  }
   const app = await loadApp(args.app);
   if (args.command === "describe") {
     return describe(async () => {
@@ -234,7 +324,8 @@ async function host(args) {
   }
   const { SqliteSaver } = await app.load("@langchain/langgraph-checkpoint-sqlite");
   const { BaseCallbackHandler } = await app.load("@langchain/core/callbacks/base");
-  const saver = SqliteSaver.fromConnString(path.join(args.session, DB));
+  // The connection the check opened, else opened here: one open, as fromConnString makes it.
+  const saver = early !== null ? new SqliteSaver(early) : SqliteSaver.fromConnString(path.join(args.session, DB));
   try {
     saver.setup();
     wrapSaver(saver, existingCommits(saver.db, tid));

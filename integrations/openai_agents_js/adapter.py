@@ -4,6 +4,11 @@ Which app: the agent factory named by `CRASHMATRIX_OPENAI_AGENTS_JS_APP=FILE:EXP
 relative to the directory crashmatrix runs in; the same file exports `openSession(dir)`, the
 app's own session), else the shipped example (`examples/openai_agents_js_app`, `agent.mjs:build`).
 The app's project must have its packages installed (`npm ci` there).
+
+The session's own module: `CRASHMATRIX_OPENAI_AGENTS_JS_SESSION=FILE:EXPORT` names the app's
+`openSession` in a module that does not import the SDK (the example's: `session.mjs`), so a
+recovery with nothing to run, and the store reader's `dump`, never load the SDK (docs/frameworks.md,
+"Node start cost"); unset, the host loads the app for them.
 """
 
 from __future__ import annotations
@@ -18,7 +23,12 @@ from crashmatrix.harness.adapters.interface import Capability, LaunchSpec, pass_
 from crashmatrix.harness.records.agent_env import agent_environment
 from crashmatrix.harness.records.profile import Profile
 from crashmatrix.harness.records.transcript import Transcript
-from crashmatrix.integrations.node_hosting import NodeHostedAdapter, node_package_versions, node_program
+from crashmatrix.integrations.node_hosting import (
+    NodeHostedAdapter,
+    absolute_ref,
+    node_package_versions,
+    node_program,
+)
 from crashmatrix.integrations.openai_agents_js import store
 from crashmatrix.integrations.openai_agents_js.settings import (
     APP_ENV,
@@ -27,6 +37,9 @@ from crashmatrix.integrations.openai_agents_js.settings import (
     HOST,
     QUIET_ENV,
 )
+
+SESSION_ENV = "CRASHMATRIX_OPENAI_AGENTS_JS_SESSION"  # FILE:EXPORT of the app's openSession, without the SDK
+DEFAULT_SESSION = f"{EXAMPLE_DIR / 'session.mjs'}:openSession"  # what the example's agent.mjs re-exports
 
 
 class OpenAIAgentsJsAdapter(NodeHostedAdapter):
@@ -50,6 +63,22 @@ class OpenAIAgentsJsAdapter(NodeHostedAdapter):
 
     def declared_branches(self) -> tuple[str, ...]:
         return ()  # the SDK reports no recovery decisions: a restart runs the input again
+
+    @property
+    def session_module(self) -> str | None:
+        """FILE:EXPORT (FILE absolute) of the app's `openSession` in a module without the SDK: the
+        example's, else the one the environment names; None when there is none to name."""
+        if self.app == self.default_app:
+            return DEFAULT_SESSION
+        named = os.environ.get(SESSION_ENV)
+        return absolute_ref(named) if named else None
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        session = self.session_module
+        if session is not None:
+            env[SESSION_ENV] = session  # absolute: an incarnation runs in its case's directory
+        return env
 
     def read_transcript(self, spec: LaunchSpec) -> Transcript:
         env = {**agent_environment(os.environ, pass_env_of(self)), **self.env()}

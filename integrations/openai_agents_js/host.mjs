@@ -24,6 +24,14 @@
 // seq and a label as store.py numbers them. Tracing off (`setTracingDisabled`; the SDK exports
 // traces to OpenAI by default).
 //
+// Checking first: with CRASHMATRIX_OPENAI_AGENTS_JS_SESSION=FILE:EXPORT naming the app's
+// `openSession` in a module that does not load the SDK (the example's session.mjs), `recover`
+// reads the session before the SDK loads and ends there when there is nothing to run (answered,
+// or no input: what the SDK's path would do, with no event), and `dump` never loads the SDK:
+// about 0.1 s instead of 1 (docs/frameworks.md, "Node start cost"). Whenever the app is loaded,
+// that export must be the very function the app exports (else exit 1), so both paths open one
+// session alike. CRASHMATRIX_NODE_CHECK_FIRST=0 always loads the app first.
+//
 // Exit codes: 0 done (or nothing to recover; describe/dump printed), 1 the run raised, or
 // recover found no input, 2 usage, 3 the harness closed the probe channel.
 import fs from "node:fs";
@@ -34,11 +42,13 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 const here = path.dirname(fileURLToPath(import.meta.url));
 const runtime = require(path.join(here, "..", "..", "clients", "js", "host-runtime.js"));
-const { emit, serialiser, loadApp, describe, main } = runtime;
+const { emit, serialiser, loadApp, parseAppRef, describe, main } = runtime;
 
 const APP_ENV = "CRASHMATRIX_OPENAI_AGENTS_JS_APP";
 const DEFAULT_APP = path.join(here, "..", "..", "examples", "openai_agents_js_app", "agent.mjs") + ":build";
 const SESSION_EXPORT = "openSession";
+const SESSION_ENV = "CRASHMATRIX_OPENAI_AGENTS_JS_SESSION"; // FILE:EXPORT: the app's openSession, without the SDK
+const CHECK_FIRST_ENV = "CRASHMATRIX_NODE_CHECK_FIRST"; // "0": load the app before anything
 
 function token(text) {
   return String(text).replace(/[^A-Za-z0-9_.-]+/g, "_").replace(/^_+|_+$/g, "") || "none";
@@ -131,13 +141,47 @@ async function loadAgent(app, sdk) {
   return agent;
 }
 
-async function openSession(app, dir) {
+/** The app's own `openSession` (its file's export). */
+async function appOpener(app) {
   const mod = await import(pathToFileURL(app.file).href);
   const open = mod[SESSION_EXPORT] ?? mod.default?.[SESSION_EXPORT];
   if (typeof open !== "function") {
     throw new Error(`${app.file} exports no ${SESSION_EXPORT}(dir): the SDK ships no durable session, the app must bring one`);
   }
-  return open(dir);
+  return open;
+}
+
+/** The `openSession` SESSION_ENV names, imported alone (null when none is named). */
+async function namedOpener() {
+  const ref = process.env[SESSION_ENV];
+  if (!ref) return null;
+  const { file, exportName } = parseAppRef(ref);
+  const mod = await import(pathToFileURL(file).href);
+  const open = exportName in mod ? mod[exportName] : mod.default?.[exportName];
+  if (typeof open !== "function") throw new Error(`${SESSION_ENV}=${ref}: ${file} exports no function ${JSON.stringify(exportName)}`);
+  return open;
+}
+
+/** The app's opener, checked against the one SESSION_ENV names: one function, or the two paths could differ. */
+async function checkedOpener(app) {
+  const open = await appOpener(app);
+  const named = await namedOpener();
+  if (named !== null && named !== open) {
+    throw new Error(`${SESSION_ENV}=${process.env[SESSION_ENV]} is not the ${SESSION_EXPORT} ${app.file} exports: name the module it comes from`);
+  }
+  return open;
+}
+
+/** What `recover` does with the session's items: an exit code (nothing to run), or the input to run again. */
+function recovery(args, existing) {
+  const inputs = existing.filter((i) => isInput(i) && i.role === "user");
+  if (!inputs.length) {
+    console.error(`recover: ${args.session} holds no input (no run was started)`);
+    return { code: 1 };
+  }
+  const last = existing.at(-1);
+  if (last && (last.type ?? "message") === "message" && last.role === "assistant") return { code: 0 }; // answered
+  return { input: textOf(inputs.at(-1).content) };
 }
 
 /** The agent's function tools as the model is sent them. */
@@ -148,26 +192,37 @@ function agentTools(agent) {
 }
 
 async function host(args) {
+  // Check first: the session read before the SDK loads; nothing to run ends here, as below.
+  let session = null;
+  let existing = null;
+  if ((args.command === "recover" || args.command === "dump") && process.env[CHECK_FIRST_ENV] !== "0") {
+    const open = await namedOpener();
+    if (open !== null) {
+      session = await open(args.session);
+      existing = await session.getItems();
+      if (args.command === "dump") return dumped(existing);
+      const decided = recovery(args, existing);
+      if (decided.code !== undefined) return decided.code;
+    }
+  }
   const app = await loadApp(args.app);
   const sdk = await app.load("@openai/agents");
   sdk.setTracingDisabled(true); // the SDK exports traces to OpenAI's servers by default
-  if (args.command === "describe") return describe(async () => agentTools(await loadAgent(app, sdk)));
-  const session = await openSession(app, args.session);
-  const existing = await session.getItems();
-  if (args.command === "dump") {
-    fs.writeSync(1, `${JSON.stringify({ items: existing })}\n`);
-    return 0;
+  if (args.command === "describe") {
+    if (process.env[SESSION_ENV]) await checkedOpener(app); // a wrong name fails before any case
+    return describe(async () => agentTools(await loadAgent(app, sdk)));
   }
+  const open = await checkedOpener(app);
+  if (session === null) { // else the session the check opened: one per process, as before
+    session = await open(args.session);
+    existing = await session.getItems();
+  }
+  if (args.command === "dump") return dumped(existing);
   let input = args.task;
   if (args.command === "recover") {
-    const inputs = existing.filter((i) => isInput(i) && i.role === "user");
-    if (!inputs.length) {
-      console.error(`recover: ${args.session} holds no input (no run was started)`);
-      return 1;
-    }
-    const last = existing.at(-1);
-    if (last && (last.type ?? "message") === "message" && last.role === "assistant") return 0; // answered
-    input = textOf(inputs.at(-1).content);
+    const decided = recovery(args, existing);
+    if (decided.code !== undefined) return decided.code;
+    input = decided.input;
   }
   wrapSession(session, countCommits(existing));
   process.chdir(args.workspace); // the user's tools act on the current directory
@@ -177,6 +232,11 @@ async function host(args) {
   runner.on("agent_tool_start", (ctx, agent_, tool, details) => emit("effect.before", token(tool.name), callId(details)));
   runner.on("agent_tool_end", (ctx, agent_, tool, output, details) => emit("effect.after", token(tool.name), callId(details)));
   await runner.run(agent, input, { session });
+  return 0;
+}
+
+function dumped(items) {
+  fs.writeSync(1, `${JSON.stringify({ items })}\n`);
   return 0;
 }
 
