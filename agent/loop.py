@@ -192,14 +192,14 @@ class Agent:
             if self._take_inbox(run_id):
                 return Outcome.CANCELLED.value
             self._consume_queued(run_id)
-            if self.state.chain_replies(run_id) >= self.config.max_steps:
+            if self._at_step_limit(run_id):
                 return self._finish_at_step_limit(run_id)
             try:
                 reply = self._request()
             except ProviderError as exc:
                 retry = self.state.last_retry
                 attempt = (retry["attempt"] + 1) if retry else 1
-                if exc.retryable and attempt <= self.config.max_retries:
+                if exc.retryable and self._may_retry(attempt):
                     delay = self.config.retry_delay_s
                     self.commit([R.retry_pending(run_id, attempt, delay, exc.reason)])
                     self.sleep(delay)
@@ -216,6 +216,14 @@ class Agent:
             self.commit([assistant])
             if self._run_calls(run_id, msg_id, calls):
                 return Outcome.STOPPED.value
+
+    def _at_step_limit(self, run_id: str) -> bool:
+        """The run's chain has had its max_steps model replies: the Nth reply is the last."""
+        return self.state.chain_replies(run_id) >= self.config.max_steps
+
+    def _may_retry(self, attempt: int) -> bool:
+        """A retryable failure may be retried as `attempt` (1: the first retry of the step)."""
+        return attempt <= self.config.max_retries
 
     def _finish_at_step_limit(self, run_id: str) -> str:
         """End a run that reached its step limit, saying so where the user looks (`show`)."""

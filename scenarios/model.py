@@ -602,11 +602,18 @@ class AgentSettings(Table, frozen=True):
     resume_budget: Annotated[int, Meta(ge=0, description=(
         "automatic resumes before the run is closed with a notice"
     ))] = 3
-    max_retries: Annotated[int, Meta(ge=0, description="retryable provider failures per run")] = 3
+    max_retries: Annotated[int, Meta(ge=0, description=(
+        "retries of one step (the requests that carry one history) after retryable provider "
+        "failures; a failure after the last of them ends the run failed"
+    ))] = 3
     retry_delay_s: Annotated[float, Meta(ge=0, description="seconds to wait before a retry")] = 0.0
     provider_timeout_s: Annotated[float, Meta(gt=0, description=(
         "the agent's HTTP timeout in seconds"
     ))] = 5.0
+    max_steps: Annotated[int, Meta(ge=1, description=(
+        "model replies a run may have, counted across the runs that resume it; reaching it ends "
+        "the run failed without a further request"
+    ))] = 100
 
 
 class MatrixSettings(Table, frozen=True):
@@ -826,6 +833,10 @@ class Expect(Table, frozen=True):
     final_answer_contains: Annotated[Phrases, Meta(description=(
         "substrings of the last run's final answer; checked only when the outcome is completed"
     ))] = ()
+    turns: Annotated[Count | None, Meta(description=(
+        "the history holds exactly N assistant messages (model replies) at the end: how far the "
+        "run got, e.g. that it stopped exactly at its step limit"
+    ))] = None
     files: Annotated[Files, Meta(description="files whose final content must be exactly this text")] = {}
     lines: Annotated[tuple[LineRule, ...], Meta(description=(
         "line-count rules; a missing file has 0 lines"

@@ -42,6 +42,7 @@ class DurableAgentAdapter:
                 "--retry-delay", repr(spec.retry_delay_s),
                 "--max-retries", str(spec.max_retries),
                 "--resume-budget", str(spec.resume_budget),
+                "--max-steps", str(spec.max_steps),
                 "--provider-timeout", repr(spec.provider_timeout_s),
                 "--tools", ",".join(spec.tools)]
         for tool, policy in sorted(spec.policies.items()):

@@ -105,6 +105,9 @@ class LaunchSpec:
     retry_delay_s: float
     provider_timeout_s: float
     fsync: bool
+    # Model replies a run chain may have (`[agent] max_steps`); an adapter whose agent takes no
+    # such setting ignores it, as it ignores resume_budget and max_retries.
+    max_steps: int = 100
     # The downstream services of the scenario: environment variable -> base URL, given to every
     # incarnation (and whatever it starts) on top of the adapter's `env()` (docs/downstream.md).
     services: Mapping[str, str] = field(default_factory=dict)

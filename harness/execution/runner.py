@@ -318,7 +318,8 @@ class CaseRunner:
                           resume_budget=scenario.agent.resume_budget,
                           max_retries=scenario.agent.max_retries,
                           retry_delay_s=scenario.agent.retry_delay_s,
-                          provider_timeout_s=scenario.agent.provider_timeout_s, fsync=self.config.fsync)
+                          provider_timeout_s=scenario.agent.provider_timeout_s, fsync=self.config.fsync,
+                          max_steps=scenario.agent.max_steps)
 
     def accepted(self, spec: LaunchSpec, incarnations: list[IncarnationRecord],
                   probes: bool = True) -> bool:

@@ -99,6 +99,7 @@ def _expect(e: Expect) -> Data:
     return {"outcome": [o.value for o in e.outcome],
             **({"final_answer_contains": list(e.final_answer_contains)}
                if e.final_answer_contains else {}),
+            **({"turns": e.turns} if e.turns is not None else {}),
             "files": dict(e.files), "lines": [_line(r) for r in e.lines],
             **({"patterns": [_counted(r) for r in e.patterns]} if e.patterns else {}),
             **({"records": [_counted(r) for r in e.records]} if e.records else {}),
@@ -129,7 +130,7 @@ def scenario_data(s: Scenario) -> Data:
         },
         "agent": {"resume_budget": s.agent.resume_budget, "max_retries": s.agent.max_retries,
                   "retry_delay_s": s.agent.retry_delay_s,
-                  "provider_timeout_s": s.agent.provider_timeout_s},
+                  "provider_timeout_s": s.agent.provider_timeout_s, "max_steps": s.agent.max_steps},
         "provider": {"unknown_marker": s.provider.unknown_marker,
                      "call_ids": s.provider.call_ids.value},
         "script": [_rule(r) for r in s.script],

@@ -9,6 +9,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from crashmatrix.harness.mutants import downstream_faults as D
+from crashmatrix.harness.mutants import limit_faults as M
 from crashmatrix.harness.mutants import lock_faults as K
 from crashmatrix.harness.mutants import log_faults as G
 from crashmatrix.harness.mutants import loop_faults as L
@@ -48,6 +49,10 @@ class MutantName(StrEnum):
     ERROR_MEANS_SUCCESS = "error-means-success"
     RESET_MEANS_UNSENT = "reset-means-unsent"
     JOURNAL_AFTER_REPLY = "journal-after-reply"
+    MAX_STEPS_ONE_LATE = "max-steps-one-late"
+    MAX_STEPS_ONE_EARLY = "max-steps-one-early"
+    RETRIES_ONE_EARLY = "retries-one-early"
+    RESUME_BUDGET_ONE_EARLY = "resume-budget-one-early"
 
 
 @dataclass(frozen=True)
@@ -198,6 +203,28 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "itself, so a crash after the service applied a request and before the reply came looks "
        "like a request never sent, which is sent again as a new operation.",
        D.journal_after_reply, "email-keyed", "email-by-reference"),
+    # Limits reached one off, each killed at the edge it misses. No older built-in kills the step
+    # or budget ones (none reaches a step limit; a resume budget of 1 hides the double count);
+    # retries-exhausted kills retries-one-early too, by retry-bound's "gave up one early" alone.
+    _m(N.MAX_STEPS_ONE_LATE,
+       "The step limit is checked with > where >= belongs, so a run chain gets one model reply "
+       "past max_steps, and a model that never stops calling tools gets one request more than "
+       "the limit allows.",
+       M.max_steps_one_late, "max-steps-over"),
+    _m(N.MAX_STEPS_ONE_EARLY,
+       "The step limit counts the reply about to be asked for as one already had, so a run that "
+       "needs exactly max_steps replies is ended failed one reply before its answer.",
+       M.max_steps_one_early, "max-steps-at", "max-steps-over"),
+    _m(N.RETRIES_ONE_EARLY,
+       "max_retries is read as the attempts in all, the first request included, so a run gives "
+       "up one retry early and fails where the provider would have answered its last allowed "
+       "retry.",
+       M.retries_one_early, "max-retries-at", "retries-exhausted"),
+    _m(N.RESUME_BUDGET_ONE_EARLY,
+       "Recovery counts a run that is itself a resume twice, by its attempt number and again for "
+       "being a resume, so from the second resume on a crash-looping chain is closed one resume "
+       "before its budget is spent.",
+       M.resume_budget_one_early, "resume-budget-edge"),
 )})
 
 

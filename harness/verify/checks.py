@@ -88,7 +88,8 @@ PARTLY_FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
                          "history sent)",
     InvariantId.CONTINUATION: "requests against the committed history (judged: the task once in "
                               "every request, no invented user message)",
-    InvariantId.SCENARIO_ORACLE: "the run's outcome and final answer (judged: files and lines)",
+    InvariantId.SCENARIO_ORACLE: "the run's outcome, turns and final answer (judged: files and "
+                                 "lines)",
     InvariantId.LIVENESS: "whether a run was left open (judged: hangs, exit codes, harness errors)",
     InvariantId.AT_MOST_ONCE: "each call's recorded replay policy (judged: the effects in the "
                               "workspace, its witnesses and the probes, against the calls the model "
@@ -100,9 +101,10 @@ PARTLY_FROM_STORE: Mapping[InvariantId, str] = MappingProxyType({
     InvariantId.FINAL_ENDS_RUN: "where a final answer's commit landed and which run chain each "
                                 "request was made for (judged: no request's history goes on past "
                                 "a final answer without a new user message)",
-    InvariantId.RETRY_BOUND: "the attempt numbers the retry_pending records carry (judged: the "
-                             "retryable failures of each step, as the provider saw them, against "
-                             "max_retries and the crashes)",
+    InvariantId.RETRY_BOUND: "the attempt numbers the retry_pending records carry, whether a run "
+                             "gave up before max_retries, and each run chain's replies against "
+                             "max_steps (judged: the retryable failures of each step, as the "
+                             "provider saw them, against max_retries and the crashes)",
 })
 
 

@@ -15,12 +15,14 @@ from types import MappingProxyType
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId
-from crashmatrix.scenarios.model import BoundaryKind
+from crashmatrix.harness.verify.resume_budget import BUDGET_WORD
+from crashmatrix.scenarios.model import BoundaryKind, Outcome
 
 K = BoundaryKind
 OK = 200
 # Plain strings, read once: a StrEnum member read in a loop over every event is a descriptor call.
 EFFECT_BEFORE, PROVIDER_BEFORE = K.EFFECT_BEFORE.value, K.PROVIDER_BEFORE.value
+FAILED, ABORTED = Outcome.FAILED.value, Outcome.ABORTED.value
 
 
 def _always(obs: Observation) -> bool:
@@ -44,6 +46,17 @@ def _killed_after(kind: str) -> Callable[[Observation], bool]:
 
 def _request_failed(obs: Observation) -> bool:
     return any(r.status != OK or r.fault for r in obs.requests)
+
+
+def _request_failed_or_run_failed(obs: Observation) -> bool:
+    """A request failed, or a run ended failed: a retry count or a step limit may have ended it."""
+    return _request_failed(obs) or any(r.outcome == FAILED for r in obs.transcript.runs)
+
+
+def _resumed_or_closed(obs: Observation) -> bool:
+    """A run was resumed, or closed for its resume budget (a budget of 0 closes without one)."""
+    return any(r.resumed_from or (r.outcome == ABORTED and BUDGET_WORD in (r.reason or "").lower())
+               for r in obs.transcript.runs)
 
 
 def _recovered_request(obs: Observation) -> bool:
@@ -97,14 +110,14 @@ EXERCISED: Mapping[InvariantId, Callable[[Observation], bool]] = MappingProxyTyp
     InvariantId.SAFE_RERUN: _killed_after(K.EFFECT_BEFORE),  # killed once an effect had started
     InvariantId.FINISHED_STAYS_FINISHED: _settled_finished,  # a finished session was recovered again
     InvariantId.CONTINUATION: _recovered_request,  # a request after a crash
-    InvariantId.RESUME_BUDGET: lambda obs: any(r.resumed_from for r in obs.transcript.runs),
+    InvariantId.RESUME_BUDGET: _resumed_or_closed,
     InvariantId.QUEUED_INPUT: lambda obs: any(d.kind == "input" for d in obs.deliveries),
     InvariantId.RETRY_INTENT: _request_failed,  # the provider refused or failed a request
     InvariantId.INTENT_BEFORE_EFFECT: _effect_ran,
     InvariantId.RESERVED_RESULT: _result_committed,
     InvariantId.DURABLE_COMMITS: _killed_after(K.COMMIT_AFTER),  # killed after a commit was acknowledged
     InvariantId.FINAL_ENDS_RUN: _final_answer,  # the model gave a final answer
-    InvariantId.RETRY_BOUND: _request_failed,
+    InvariantId.RETRY_BOUND: _request_failed_or_run_failed,
     InvariantId.LIVENESS: _always,  # every case must end
     InvariantId.SCENARIO_ORACLE: _always,  # every case has an outcome to compare
 })

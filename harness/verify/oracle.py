@@ -1,4 +1,4 @@
-"""scenario-oracle: the expected end state: outcome, answer, files, lines, records, downstream, hook."""
+"""scenario-oracle: the expected end: outcome, turns, answer, files, lines, records, downstream, hook."""
 
 from __future__ import annotations
 
@@ -79,6 +79,14 @@ def _outcome_and_answer(obs: Observation, scenario: Scenario) -> list[Violation]
         out.append(Violation(ID, f"{ended}; the scenario expects it to end {' or '.join(wanted)}", {
             "run": last.run_id if last else None, "outcome": last.outcome if last else None,
             "expected": wanted}))
+    replies = [m for m in t.messages if m.role == Role.ASSISTANT]
+    if expect.turns is not None and len(replies) != expect.turns:
+        # How far the session got, e.g. that a limit stopped it exactly where it had to.
+        out.append(Violation(ID, (
+            f"the history holds {len(replies)} assistant message(s) "
+            f"({', '.join(m.msg_id for m in replies) or 'none'}); the scenario expects exactly "
+            f"{expect.turns}"), {"turns": len(replies), "expected": expect.turns,
+                                 "messages": [m.msg_id for m in replies]}))
     final = next((m for m in reversed(t.messages) if m.role == Role.ASSISTANT and not m.calls), None)
     answer = (final.content or "") if final is not None else ""
     # A final answer exists only for a completed run; the scenario format documents

@@ -1,10 +1,11 @@
-"""resume-budget: resumes count up by one, stay within the budget, and a budget close is final."""
+"""resume-budget: resumes count up by one, stay within the budget, and a budget close is due and final."""
 
 from __future__ import annotations
 
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.transcript import Run
 from crashmatrix.harness.records.violation import InvariantId, Violation
+from crashmatrix.harness.verify.off_by import off_by
 from crashmatrix.harness.verify.trace import Trace
 from crashmatrix.scenarios.model import BoundaryKind, Outcome, Scenario
 
@@ -31,7 +32,9 @@ def check_resume_budget(obs: Observation, scenario: Scenario) -> list[Violation]
         if run.resume_attempt > obs.resume_budget:
             out.append(Violation(ID, (
                 f"run {run.run_id} (commit {run.seq}) is resume attempt {run.resume_attempt}, past "
-                f"the resume budget of {obs.resume_budget}"), {
+                f"the resume budget of {obs.resume_budget} "
+                f"({off_by(run.resume_attempt, obs.resume_budget)}: recovery had to close the "
+                "chain instead)"), {
                 "run": run.run_id, "seq": run.seq, "resume_attempt": run.resume_attempt,
                 "budget": obs.resume_budget}))
     trace = Trace.of(obs)
@@ -44,6 +47,16 @@ def check_resume_budget(obs: Observation, scenario: Scenario) -> list[Violation]
 def _budget_close(obs: Observation, trace: Trace, run: Run) -> list[Violation]:
     t = obs.transcript
     out: list[Violation] = []
+    if run.resume_attempt < obs.resume_budget:
+        # Recovery closes a chain when the next resume would be attempt budget + 1, so the run it
+        # closes is attempt `budget`; one before it still had resumes left.
+        out.append(Violation(ID, (
+            f"run {run.run_id} was closed for its resume budget at commit {run.finished_seq} as "
+            f"resume attempt {run.resume_attempt}; the budget of {obs.resume_budget} allows "
+            f"{obs.resume_budget} resume(s) before a close: it was closed "
+            f"{off_by(run.resume_attempt, obs.resume_budget)}"), {
+            "run": run.run_id, "finished_seq": run.finished_seq,
+            "resume_attempt": run.resume_attempt, "budget": obs.resume_budget}))
     if not any(str(n.data.get("run_id")) == run.run_id for n in t.of_kind("notice")):
         out.append(Violation(ID, (
             f"run {run.run_id} was closed for its resume budget at commit {run.finished_seq} "

@@ -1,4 +1,4 @@
-"""retry-bound: retries of one step count on across crashes and stop at max_retries."""
+"""retry-bound: a step's retries and a run chain's replies stop at max_retries and max_steps, exactly."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from typing import Any
 from crashmatrix.harness.records.observation import Observation, Request
 from crashmatrix.harness.records.transcript import Record, Transcript
 from crashmatrix.harness.records.violation import InvariantId, Violation
+from crashmatrix.harness.verify.off_by import off_by
+from crashmatrix.harness.verify.step_limit import check_step_limit
 from crashmatrix.harness.verify.trace import Trace
-from crashmatrix.scenarios.model import Scenario
+from crashmatrix.scenarios.model import Outcome, Scenario
 
 ID = InvariantId.RETRY_BOUND
 SYSTEM = "system"
@@ -21,7 +23,11 @@ NO_RESPONSE = 0  # a timeout or a dropped connection: nothing was sent back
 def check_retry_bound(obs: Observation, scenario: Scenario) -> list[Violation]:
     limit = scenario.agent.max_retries
     out = _attempt_numbers(obs.transcript, limit) if obs.store_read else []
-    return out + _failures_per_step(obs, limit)
+    out += _failures_per_step(obs, limit)
+    if obs.store_read:
+        out += _gave_up_early(obs, limit)
+        out += check_step_limit(obs, scenario.agent.max_steps)
+    return out
 
 
 def retryable(r: Request) -> bool:
@@ -100,10 +106,35 @@ def _failures_per_step(obs: Observation, limit: int) -> list[Violation]:
             f"{len(failed)} provider requests that failed with a retryable error: {shown}; max_retries "
             f"{limit} allows {limit + 1}, plus one for each crash right after a failed request of "
             f"the step ({lost_here}), so at most {allowed}; the attempt count must survive "
-            "crashes"), {
+            f"crashes (the limit was passed {off_by(len(failed), allowed)})"), {
             "requests": [r.index for r in failed], "max_retries": limit,
             "lost_records": lost_here, "allowed": allowed, "history_messages": size}))
     return out
+
+
+def _gave_up_early(obs: Observation, limit: int) -> list[Violation]:
+    """The last run ended failed right after a retryable failure (it gave up retrying) although
+    the provider had failed no more than max_retries times in the whole case: a give-up must come
+    at the failure after the max_retries-th retry. Every retryable failure of the case counts, so
+    an agent that counts retries per run rather than per step, or lost a count to a crash, is
+    never called early; only one that stopped before any count allows it."""
+    runs = obs.transcript.runs
+    last = max(runs, key=lambda r: r.seq) if runs else None
+    if last is None or last.outcome != Outcome.FAILED or not obs.requests:
+        return []
+    if not retryable(obs.requests[-1]):
+        return []  # it ended on a refusal (a 4xx) or a limit of its own, not by giving up
+    failed = [r for r in obs.requests if retryable(r)]
+    if len(failed) > limit:
+        return []
+    shown = ", ".join(f"#{r.index} ({r.fault or r.status})" for r in failed)
+    return [Violation(ID, (
+        f"run {last.run_id} ended failed at commit {last.finished_seq} after {len(failed)} "
+        f"retryable provider failure(s) in all ({shown}); max_retries {limit} allows {limit} "
+        f"retries, so a run gives up at failure {limit + 1}: it gave up "
+        f"{off_by(len(failed), limit + 1)}"), {
+        "run": last.run_id, "finished_seq": last.finished_seq, "failures": len(failed),
+        "requests": [r.index for r in failed], "max_retries": limit})]
 
 
 def _key(messages: list[dict[str, Any]]) -> str:
