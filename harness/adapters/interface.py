@@ -43,6 +43,10 @@ class Capability(StrEnum):
     # elsewhere. Crash cases may then start from a recorded crash state, and cases whose states
     # are byte-identical share one recovery (`run --states`).
     STATE_IN_TREE = "state-in-tree"
+    # The agent is told `[agent] max_steps` (`LaunchSpec.max_steps`) and ends a run chain at that
+    # many model replies. A scenario that sets it expects that end: an agent that is not told the
+    # limit (a framework app, which has its own) would be judged against a limit it never had.
+    STEP_LIMIT = "step-limit"
 
 
 class ToolPolicy(StrEnum):

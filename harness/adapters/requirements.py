@@ -7,7 +7,9 @@ from collections.abc import Iterable
 
 from crashmatrix.harness.adapters.interface import Adapter, Capability, declared_tools_of
 from crashmatrix.harness.adapters.tools import tool_misfit
-from crashmatrix.scenarios.model import Scenario
+from crashmatrix.scenarios.model import AgentSettings, Scenario
+
+DEFAULT_MAX_STEPS = AgentSettings().max_steps
 
 
 class Unsupported(ValueError):
@@ -29,6 +31,10 @@ def misfit(adapter: Adapter, scenario: Scenario) -> list[str]:
         out.append(f"scenario {scenario.name!r} delivers {what} while the agent runs, but agent "
                    f"{agent_label(adapter)!r} declares no {Capability.INBOX.value!r} capability "
                    f"(a durable inbox the harness can deliver to)")
+    if scenario.agent.max_steps != DEFAULT_MAX_STEPS and Capability.STEP_LIMIT not in adapter.capabilities:
+        out.append(f"scenario {scenario.name!r} sets [agent] max_steps = {scenario.agent.max_steps} and "
+                   f"expects the run to end there, but agent {agent_label(adapter)!r} declares no "
+                   f"{Capability.STEP_LIMIT.value!r} capability (it is not told the limit)")
     tools = declared_tools_of(adapter)
     if tools is not None:
         problem = tool_misfit(scenario, tools, agent_label(adapter))

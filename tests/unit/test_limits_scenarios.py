@@ -66,3 +66,20 @@ def test_the_edge_builtins_set_the_limit_they_reach() -> None:
     assert [sum(f.times for f in s.faults) for s in retries] == [1, 2, 1000]
     budget = b["resume-budget-edge"]
     assert (budget.agent.resume_budget, budget.matrix.crash_loop) == (2, 3)
+
+
+def test_a_scenario_that_sets_max_steps_is_left_out_for_an_agent_not_told_the_limit() -> None:
+    """A framework app is not told `[agent] max_steps` (it has a limit of its own): judged against
+    one it never had, every case would fail. The scenario is left out for it, saying why."""
+    from crashmatrix.harness.adapters.registry import resolve_agent  # noqa: PLC0415
+    from crashmatrix.harness.adapters.requirements import misfit  # noqa: PLC0415
+    from crashmatrix.scenarios import load_builtin  # noqa: PLC0415
+
+    builtin = load_builtin()
+    ours, baseline = resolve_agent("durable-agent"), resolve_agent("messages-only")
+    for name in ("max-steps-at", "max-steps-over", "max-retries-at"):
+        assert misfit(ours, builtin[name]) == []
+        (why,) = misfit(baseline, builtin[name])
+        assert why.startswith(f"scenario {name!r} sets [agent] max_steps = ")
+        assert "declares no 'step-limit' capability" in why
+    assert misfit(baseline, builtin["resume-budget-edge"]) == [], "the default step limit: no setting"
