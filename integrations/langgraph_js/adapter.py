@@ -31,8 +31,10 @@ class LangGraphJsAdapter(NodeHostedAdapter):
     example_dir, quiet_env = EXAMPLE_DIR, QUIET_ENV
     # kill and a store reader. Not `tear` (SQLite commits whole or not at all), not `file-store`
     # (SQLite's journal and page writes are not what the power model follows), not `concurrent`
-    # (nothing stops two processes on one thread), not `inbox`.
-    capabilities = frozenset({Capability.KILL, Capability.STORE})
+    # (nothing stops two processes on one thread), not `inbox`. `state-in-tree`: the checkpoint
+    # database is in the session directory; `run --states --audit-states 1` over every built-in it
+    # runs (654 cases, 16 scenarios) found no case differing from a real kill.
+    capabilities = frozenset({Capability.KILL, Capability.STORE, Capability.STATE_IN_TREE})
 
     not_applicable = MappingProxyType({
         "intent-before-effect": "LangGraph.js records nothing before a tool runs (no intent record): "
