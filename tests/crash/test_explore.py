@@ -140,7 +140,7 @@ def test_explore_runs_against_a_users_app_on_its_own_scenarios(tmp_path: Path) -
             in refused.stderr)
     assert "--scenarios DIR" in refused.stderr
     proc, marker = crashmatrix("explore", "--agent", broken, "--scenarios", "scenarios",
-                               "--scenario", "refund", "--examples", "40", "--seed", "0", "--json",
+                               "--scenario", "refund", "--examples", "40", "--seed", "2", "--json",
                                "--out", str(tmp_path), cwd=SUPPORT)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert leftovers(marker) == []

@@ -236,7 +236,8 @@ def test_depth_runs_the_cases_that_crash_each_recovery_inside_its_single_crash_t
     pytester.makeini("[pytest]\ncrashmatrix_depth = 2\n")
     deep = pytester.runpytest_subprocess(*_args(d), "-k", "24 and after")
     deep.assert_outcomes(failed=1)
-    text = deep.stdout.str()
+    # The failure's report, without the short summary (which repeats it whole when CI is set).
+    text = deep.stdout.str().split("short test summary info")[0]
     deeper = sorted(set(re.findall(rf"^({re.escape(one)}\+\d\d:\S+): fail$", text, re.MULTILINE)))
     assert deeper, "the deeper cases are named, each with its verdict"
     assert (f"{one} and the {len(deeper)} deeper case(s) that crash its recoveries "
@@ -254,7 +255,8 @@ def test_depth_runs_the_cases_that_crash_each_recovery_inside_its_single_crash_t
     missing = pytester.runpytest_subprocess(*_args(d), "-k", "24 and after", "--crashmatrix-baseline",
                                             "known.json")
     missing.assert_outcomes(failed=1)
-    assert re.findall(r"^(tiny/\S+): fail$", missing.stdout.str(), re.MULTILINE) == [deeper[0]]
+    report = missing.stdout.str().split("short test summary info")[0]
+    assert re.findall(r"^(tiny/\S+): fail$", report, re.MULTILINE) == [deeper[0]]
     # The command line overrides the ini key; a depth that is no number is a usage error.
     shallow = pytester.runpytest_subprocess(*_args(d), "-k", "24 and after", "--crashmatrix-depth", "1")
     assert "deeper case(s)" not in shallow.stdout.str()
