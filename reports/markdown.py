@@ -15,7 +15,7 @@ from crashmatrix.reports.agent_output import Tail, telling
 from crashmatrix.reports.coverage import NO_BRANCHES, BranchStatus, branch_coverage
 from crashmatrix.reports.facts import branch_facts, scenario_states, settles_reused
 from crashmatrix.reports.fixes import doc_link, violated_fixes
-from crashmatrix.reports.groups import distinct_failures
+from crashmatrix.reports.groups import FailureGroup, distinct_failures
 from crashmatrix.reports.header import Header
 from crashmatrix.reports.policies import policy_lines
 
@@ -120,20 +120,19 @@ def _output_block(tail: Tail) -> list[str]:
             f"    {fence}text", *(f"    {line}".rstrip() for line in text.split("\n")), f"    {fence}"]
 
 
-def _with_output(bad: Sequence[CaseResult]) -> set[str]:
+def _with_output(found: Sequence[FailureGroup]) -> set[str]:
     """The cases whose agent output the summary shows: per distinct failure the first case (by
     id) that has any, so a CI page shows each cause's words once, not once per case."""
     chosen: set[str] = set()
-    for group in distinct_failures(bad):
+    for group in found:
         first = next((r for r in group.cases if telling(r) is not None), None)
         if first is not None:
             chosen.add(first.case)
     return chosen
 
 
-def _causes(bad: Sequence[CaseResult]) -> list[str]:
+def _causes(found: Sequence[FailureGroup]) -> list[str]:
     """The failing cases by root cause, a line each (the first case of each named), before them."""
-    found = distinct_failures(bad)
     lines = [f"## {len(found)} distinct failure(s)", "",
              "One root cause each: the first invariant a case broke in the verifier's order, and "
              "what it is about; a case is in one group, however many invariants it broke.", ""]
@@ -145,10 +144,11 @@ def _causes(bad: Sequence[CaseResult]) -> list[str]:
 
 
 def _failures(bad: Sequence[CaseResult], budget: int) -> list[str]:
-    lines = [*_causes(bad), f"## {len(bad)} case(s) did not hold", ""]
+    found = distinct_failures(bad)  # grouped once: the list of causes and the outputs shown
+    lines = [*_causes(found), f"## {len(bad)} case(s) did not hold", ""]
     used = sum(len(line.encode()) + 1 for line in lines)
     shown = 0
-    with_output = _with_output(bad)
+    with_output = _with_output(found)
     for r in bad[:MAX_FAILURES]:
         item = _failure(r, r.case in with_output)
         size = sum(len(line.encode()) + 1 for line in item)
