@@ -96,8 +96,13 @@ class Agent:
 
     # -- entry points ----------------------------------------------------------------------
     def run_prompt(self, task: str) -> str:
-        """Recover whatever is pending, then run TASK as a new run. Returns its outcome."""
-        self.recover()
+        """Recover whatever is pending, then run TASK as a new run. Returns its outcome.
+
+        Inputs waiting in the inbox join TASK's run (its first poll takes them), after the task:
+        they came while the task was being given. Started as a run of their own before it (as a
+        recovery with no task does), the model would be asked about them without the task, and
+        the task's run would not see them."""
+        self.recover(start_queued=False)
         run_id = f"run-{self.log.next_seq}"
         (msg_id,) = self._ids(1)
         self.commit([
@@ -106,8 +111,9 @@ class Agent:
         ])
         return self.drive(run_id)
 
-    def recover(self) -> str | None:
-        """Apply the recovery rules; drive a continuation to its end. Returns the last outcome."""
+    def recover(self, start_queued: bool = True) -> str | None:
+        """Apply the recovery rules; drive a continuation to its end. Returns the last outcome.
+        `start_queued`: with nothing to continue, inputs waiting start a run of their own."""
         if self.log.repair is not None:
             probe(ProbeKind.RECOVERY_BRANCH, RecoveryBranch.TORN_TAIL_REPAIRED.value,
                   line=self.log.repair.line)
@@ -121,7 +127,7 @@ class Agent:
         for branch in decided.branches:
             probe(ProbeKind.RECOVERY_BRANCH, branch.value)
         if decided.action is Action.NOTHING:
-            return self._start_from_queued_inputs()
+            return self._start_from_queued_inputs() if start_queued else None
         outcome = self._apply(decided)
         if cancel is not None:
             inbox.remove(cancel)

@@ -9,6 +9,11 @@ from crashmatrix.harness.faults.interface import FaultKind, at_request, at_store
 from crashmatrix.harness.records.blackbox_points import crash_points
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.results import CaseResult
+from crashmatrix.scenarios.arrivals import parse as arrival_of
+from crashmatrix.scenarios.model import BoundaryKind
+
+# The probe event kinds a crash step may name (an injected fault names a system call instead).
+_EVENT_KINDS = frozenset(k.value for k in BoundaryKind)
 
 
 def steps_from_trace(points: list[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
@@ -116,3 +121,23 @@ def parse_shard(text: str) -> tuple[int, int]:
     if n < 1 or not 1 <= k <= n:
         raise ValueError(f"--shard {text!r}: K must be between 1 and N (N >= 1)")
     return k, n
+
+
+def after_arrival(cases: list[Case], scenario: str, first_incarnation: list[str]) -> list[Case]:
+    """An arrival variant's crash points from its item's arrival on (scenarios/arrivals.py).
+
+    Before the arrival, the variant's run is the run without the item, whose crash points the
+    scenario has; a recovery from them may never pass the point the variant names, so its item
+    would arrive nowhere, or somewhere no variant names. A kill at the arrival's own event comes
+    after the delivery (as always), so that point stays. Steps not at probe events (a downstream
+    request, an injected system call) count other things and stay. A recording that never reached
+    the point has none: its crash-free case says what went wrong."""
+    arrival = arrival_of(scenario)
+    if arrival is None:
+        return cases
+    at = next((n for n, point in enumerate(first_incarnation, 1)
+               if arrival.at.matches(*point.partition(":")[::2])), None)
+    if at is None:
+        return []
+    return [c for c in cases if c.schedule[0].downstream or c.schedule[0].kind not in _EVENT_KINDS
+            or c.schedule[0].n >= at]

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
+from crashmatrix.scenarios.arrivals import named as arrival_named
 from crashmatrix.scenarios.errors import ScenarioError
 from crashmatrix.scenarios.model import Scenario
 from crashmatrix.scenarios.schema import parse_scenario
@@ -88,6 +89,10 @@ def resolve(names: Iterable[str], extra_dirs: Iterable[str | Path] = ()) -> list
     wanted = list(dict.fromkeys(names))
     if not wanted:
         return [known[n] for n in sorted(known)]
+    for n in wanted:  # an arrival-timing variant (scenarios/arrivals.py) is rebuilt from its name
+        found = None if n in known else arrival_named(n, known)
+        if found is not None:
+            known[n] = found
     unknown = [n for n in wanted if n not in known]
     if unknown:
         listed = ", ".join(sorted(known))

@@ -40,6 +40,7 @@ from crashmatrix.harness.cli.tools_table import tools_table
 from crashmatrix.harness.cli.verdict_exit import baseline_of, refuse_uncrashed, verdict_against, verdict_exit
 from crashmatrix.harness.enumeration import blackbox_cases, parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.execution.arrivals import with_arrivals
 from crashmatrix.harness.execution.crash_states import Tally
 from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path
 from crashmatrix.harness.execution.line_coverage import (
@@ -103,6 +104,7 @@ from crashmatrix.reports.terminal import render as render_summary
 from crashmatrix.reports.timeline import render as render_timeline
 from crashmatrix.reports.write import ReportFile, write_reports
 from crashmatrix.scenarios import ScenarioError, is_builtin, load_all, resolve
+from crashmatrix.scenarios.arrivals import parse as arrival_of
 from crashmatrix.scenarios.model import Scenario
 
 DEFAULT_OUT = "crashmatrix-out"
@@ -460,6 +462,11 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
               help="Start each kill and torn case from the crash state its parent's run recorded, "
                    "and share one recovery among cases whose states are byte-identical (faster; for "
                    "an agent declaring 'state-in-tree').")
+@click.option("--arrivals", is_flag=True,
+              help="Also deliver each scenario input and cancel at every kind of point its run "
+                   "passes before its last inbox poll, each point a scenario of its own "
+                   "(SCENARIO~ITEM@KIND:LABEL), crash points and all (docs/invariants.md, "
+                   "\"Arrival timing\").")
 @click.option("--audit-states", "audit_states", default=0.0, type=click.FloatRange(0, 1), metavar="P",
               help="With --states: re-run this share of the cases started from states as real "
                    "kills; a difference makes the case nondeterministic.")
@@ -468,7 +475,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         shard: str | None, out: str, as_json: bool, keep: bool,
         require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool,
         black_box: bool, states: bool, audit_states: float, only_cases: tuple[str, ...],
-        baseline_file: str | None, coverage_sources: tuple[str, ...]) -> None:
+        baseline_file: str | None, coverage_sources: tuple[str, ...], arrivals: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     if coverage_sources and not line_coverage:
         fail("--line-coverage-source names what --line-coverage measures; give --line-coverage too")
@@ -488,6 +495,10 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         fail("--case with --shard: a named case in another shard would silently not run; give one")
     scenarios = _scenarios(names, dirs)
     if only_cases:
+        # A case of an arrival variant names its scenario: run it without --scenario as well.
+        variants = tuple(sorted(n for n in sliced - {s.name for s in scenarios} if arrival_of(n)))
+        if variants:
+            scenarios += _scenarios(variants, dirs)
         absent = sorted(sliced - {s.name for s in scenarios})
         if absent:
             fail(f"--case: scenario {absent[0]!r} is not among those selected "
@@ -518,7 +529,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                          scenarios=tuple(s.name for s in scenarios),
                          shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None,
                          faults=selected, cases=tuple(sorted(set(only_cases))) or None,
-                         line_coverage_source=coverage_sources or None)
+                         line_coverage_source=coverage_sources or None, arrivals=arrivals)
     if not resume:
         _claim_out(out_dir, overwrite)  # only reads: a directory refused gets no lock file
     lock_out(out_dir)  # before anything in --out is written (or, resuming, read)
@@ -562,6 +573,9 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                         coverage_dir=coverage_dir, resolved=adapter,
                         max_events=max_events, blackbox=black_box,
                         coverage_source=coverage_source) as runner_config:
+        if arrivals:
+            scenarios = with_arrivals(scenarios, runner_config, jobs, note=lambda line: click.echo(
+                f"crashmatrix: --arrivals: {line}", err=True))
         config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
                               jobs=jobs, shard=shard_spec, scenario_dirs=_printed_dirs(dirs, where),
                               run_dir=where,
@@ -743,6 +757,8 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         fail(str(exc))
         return
     known = {s.name: s for s in _scenarios(names, dirs)}
+    if case.scenario not in known and arrival_of(case.scenario):  # a variant: rebuilt from its name
+        known |= {s.name: s for s in _scenarios((case.scenario,), dirs)}
     scenario = known.get(case.scenario)
     if scenario is None:
         close = difflib.get_close_matches(case.scenario, list(known), n=3)

@@ -7,6 +7,7 @@
     incarnation    one agent process on the probe channel: step, kill, reap
     runner         one case: incarnations under the crash schedule, faults applied, settle run
     matrix         a whole matrix: record, enumerate, run, go deeper
+    arrivals       --arrivals: the runs each input's and cancel's points are read from
     scratch        where case trees live (tmpfs when it can), and the sweep of dead ones
     workspace_files  what a case's workspace holds, read without following links
     stop_signals   SIGINT and SIGTERM: the one way a command installs its handler for them

@@ -22,7 +22,7 @@ from crashmatrix.harness.faults.registry import FAULTS, observing
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import CaseResult, Verdict
-from crashmatrix.scenarios import Scenario, load_builtin
+from crashmatrix.scenarios import Scenario, load_builtin, resolve
 
 JUDGED = (Verdict.PASS, Verdict.FAIL)  # verdicts whose trace can be extended
 
@@ -124,7 +124,8 @@ def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = S
                                       downstream=downstream,
                                       work_root=(work or Path(tmp)) / name.value,
                                       case_timeout_s=timeout_s, spawner=spawner, fsync=power)
-                focused = [builtins[s] for s in CATALOGUE[name].scenarios]
+                # A catalogue entry may name an arrival-timing variant of a built-in.
+                focused = resolve(CATALOGUE[name].scenarios)
                 found = hunt(name, focused, runner, jobs, faults, states)
                 if not found.killed:
                     # The catalogue's guess missed: every other built-in gets its chance.

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
+from crashmatrix.harness.mutants import arrival_faults as A
 from crashmatrix.harness.mutants import downstream_faults as D
 from crashmatrix.harness.mutants import limit_faults as M
 from crashmatrix.harness.mutants import lock_faults as K
@@ -53,6 +54,9 @@ class MutantName(StrEnum):
     MAX_STEPS_ONE_EARLY = "max-steps-one-early"
     RETRIES_ONE_EARLY = "retries-one-early"
     RESUME_BUDGET_ONE_EARLY = "resume-budget-one-early"
+    INBOX_CLEARS_ALL = "inbox-clears-all"
+    CANCEL_AFTER_FIRST_REPLY = "cancel-after-first-reply"
+    INPUTS_BEFORE_TASK = "inputs-before-task"
 
 
 @dataclass(frozen=True)
@@ -225,6 +229,21 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "being a resume, so from the second resume on a crash-looping chain is closed one resume "
        "before its budget is spent.",
        M.resume_budget_one_early, "resume-budget-edge"),
+    # Killed only by an arrival-timing variant (`run --arrivals`): the built-ins deliver their
+    # items where these faults do not show.
+    _m(N.INBOX_CLEARS_ALL,
+       "The agent empties its inbox after each poll instead of removing the inputs it took, so an "
+       "input that lands between the read and the clean-up is lost.",
+       A.inbox_clears_all, "queued-input~also-add-retry-log@inbox.poll:inbox"),
+    _m(N.CANCEL_AFTER_FIRST_REPLY,
+       "The agent looks for a cancel only once its run has had a reply, so a cancel sent before "
+       "the model first answers is honoured only after the tools of that answer have run.",
+       A.cancel_after_first_reply, "cancel~user-cancel@commit.after:run_started.prompt,message.user"),
+    _m(N.INPUTS_BEFORE_TASK,
+       "A start that finds inputs already waiting (sent while the task was being given, before a "
+       "crash kept the task from being saved) runs them first as a run of their own, so the model "
+       "is asked about them without the task.",
+       A.inputs_before_task, "queued-input~also-add-retry-log@commit.before:run_started.prompt,message.user"),
 )})
 
 

@@ -27,7 +27,7 @@ def _answer(agent: Agent, run_id: str, call_id: str, tool_name: str, args_json: 
                      tool_name=tool_name, is_error=result.is_error, terminate=result.terminate)
 
 
-def recover(self: Agent) -> str | None:
+def recover(self: Agent, start_queued: bool = True) -> str | None:
     """Pick the open run up where the history ends: run what has no result, ask the model again.
 
     No replay policies, no unknown outcomes, no resume records or budget, no check of why the
@@ -35,7 +35,7 @@ def recover(self: Agent) -> str | None:
     """
     run = self.state.open_run()
     if run is None:
-        return self._start_from_queued_inputs()
+        return self._start_from_queued_inputs() if start_queued else None
     pending = self.state.pending_calls()
     ids = self._ids(len(pending))
     answers = [_answer(self, run.run_id, c.call_id, c.tool, c.args_json, msg_id)

@@ -57,6 +57,9 @@ class RunOptions:
     # What `--line-coverage` measures, as `--line-coverage-source` named it; None: the adapter's
     # own guess (older files: None, the only choice there was).
     line_coverage_source: tuple[str, ...] | None = None
+    # Each input and cancel also delivered at every kind of point (`--arrivals`); older files:
+    # False (before the option existed, each item arrived where its scenario said only).
+    arrivals: bool = False
 
     def differences(self, other: RunOptions, ignore: Sequence[str] = ()) -> list[tuple[str, object, object]]:
         """(field, ours, theirs) for each field both record with different values."""
@@ -180,7 +183,8 @@ class RunRecord:
             "max_events": o.max_events,
             "scenarios": None if o.scenarios is None else list(o.scenarios), "shard": o.shard,
             "faults": None if o.faults is None else list(o.faults), "blackbox": o.blackbox,
-            "states": o.states, "cases": None if o.cases is None else list(o.cases),
+            "states": o.states, "arrivals": o.arrivals,
+            "cases": None if o.cases is None else list(o.cases),
             "line_coverage_source": (None if o.line_coverage_source is None
                                      else list(o.line_coverage_source)),
             "expected": None if self.expected is None else dict(self.expected),
@@ -232,6 +236,7 @@ class RunRecord:
                 faults=None if faults is None else tuple(faults),
                 blackbox=bool(get("blackbox", _is_bool, "true or false")),
                 states=bool(get("states", _is_bool, "true or false")),
+                arrivals=bool(get("arrivals", _is_bool, "true or false")),
                 cases=None if cases is None else tuple(cases),
                 line_coverage_source=None if sources is None else tuple(sources)),
             expected=expected,

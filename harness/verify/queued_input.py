@@ -91,7 +91,8 @@ def _cancel(t: Transcript, trace: Trace, d: Delivery) -> list[Violation]:
                     f"{name} closed run {current.run_id} cancelled, but run {successor.run_id} resumed "
                     "it afterwards"), {"cancel_id": d.item_id, "runs": [r.run_id for r in chain],
                                        "resumed_by": successor.run_id})]
-            return []
+            closed = trace.commit_pos(current.finished_seq) if current.finished_seq is not None else None
+            return _started_after_seen(trace, d, name, seen_by, closed) if polls else []
         if successor is None or successor in chain:
             break
         chain.append(successor)
@@ -104,6 +105,22 @@ def _cancel(t: Transcript, trace: Trace, d: Delivery) -> list[Violation]:
         f"{name} did not close it: run {end.run_id} {ended}; a cancel must close the open run "
         "cancelled"), {"cancel_id": d.item_id, "runs": [r.run_id for r in chain],
                        "outcome": end.outcome, "finished_seq": end.finished_seq})]
+
+
+def _started_after_seen(trace: Trace, d: Delivery, name: str, seen_by: Pos,
+                        closed: Pos | None) -> list[Violation]:
+    """A tool begun after the poll that found the cancel, before the run closed: the agent saw the
+    cancel and acted anyway (judged within the poll's incarnation; a recovery that finds a cancel
+    at its start may still repair the call it interrupted)."""
+    late = [e for e in trace.of_kind(BoundaryKind.EFFECT_BEFORE, seen_by[0])
+            if e.pos > seen_by and (closed is None or e.pos < closed)]
+    if not late:
+        return []
+    return [Violation(ID, (
+        f"{name}: tool {late[0].label} began at inc{late[0].inc}#{late[0].event.n}, after the inbox "
+        f"poll at inc{seen_by[0]}#{seen_by[1]} that found the cancel; no tool may begin once a "
+        "cancel is seen"), {"cancel_id": d.item_id, "seen_at": f"inc{seen_by[0]}#{seen_by[1]}",
+                            "began": [e.ref for e in late]})]
 
 
 def _open_at(t: Transcript, trace: Trace, at: Pos) -> Run | None:

@@ -25,7 +25,11 @@ def crashmatrix(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def builtin_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, subprocess.CompletedProcess[str]]:
     out = tmp_path_factory.mktemp("builtin")
-    return out, crashmatrix("run", "--require-coverage", "--json", "--out", str(out))
+    # From crash states: every case with the verdict, branches and events a real kill gives it
+    # (tests/crash/test_states.py compares the two on a slice of the built-ins, and on all of them
+    # with CRASHMATRIX_STATES_EQUIVALENCE=all), in a third of the time; the real kills of the
+    # default run are the other tests' subject (test_harness_cli, test_agent_crashes, ...).
+    return out, crashmatrix("run", "--states", "--require-coverage", "--json", "--out", str(out))
 
 
 def test_every_builtin_case_holds_and_every_branch_is_reached(

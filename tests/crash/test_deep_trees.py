@@ -48,7 +48,7 @@ def test_a_very_deep_workspace_tree_is_judged_and_removed(tmp_path: Path) -> Non
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     env_run = [sys.executable, "-m", "crashmatrix", "run", "--scenarios", str(tmp_path / "scenarios"),
-               "--scenario", "deep", "--json"]
+               "--scenario", "deep", "--fault", "kill", "--json"]  # a tree per case: kills suffice
     env = {**os.environ, "CRASHMATRIX_TMPDIR": str(scratch)}
     try:
         for out in ("out1", "out2"):  # the second run sweeps whatever the first left

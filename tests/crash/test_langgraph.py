@@ -55,10 +55,13 @@ HELD = {
 
 @pytest.fixture(scope="module")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Verdicts]:
-    """The whole changelog matrix against the example app, forked from the preloaded zygote."""
+    """The whole changelog matrix against the example app, forked from the preloaded zygote, each
+    crash point started from its crash state (the adapter declares its state in the tree, and
+    tests/crash/test_states.py holds such cases to a real kill's verdict; the shard run below is
+    real kills)."""
     out = tmp_path_factory.mktemp("langgraph") / "out"
     done = crashmatrix("run", "--agent", "langgraph", "--scenario", "changelog", "--spawn", "fork",
-                       "--json", "--out", str(out), cwd=ROOT)
+                       "--states", "--json", "--out", str(out), cwd=ROOT)
     assert done.returncode == 1, done.stderr[-3000:]  # violations found
     return json.loads(done.stdout), verdicts(out)
 

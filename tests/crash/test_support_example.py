@@ -19,21 +19,23 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "support_app"
 ADDRESS, SUBJECT = "ana@example.com", "Your refund"
 
 
-def matrix(agent: str, out: Path) -> dict[str, tuple[dict[str, object], int]]:
-    """Each case's result and the refund emails its outbox holds at the end."""
+def matrix(agent: str, out: Path, *states: str) -> dict[str, tuple[dict[str, object], int | None]]:
+    """Each case's result and the refund emails its outbox holds at the end (None: `--states`
+    kept no tree of its own, as the case shared another's recovery)."""
     proc = subprocess.run([sys.executable, "-m", "crashmatrix", "run", "--agent", agent, "--scenarios",
-                           "scenarios", "--scenario", "refund", "--keep", "--out", str(out)],
+                           "scenarios", "--scenario", "refund", "--keep", "--out", str(out), *states],
                           cwd=EXAMPLE, capture_output=True, text=True, timeout=900, check=False,
                           stdin=subprocess.DEVNULL)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     found = {}
     for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines():
         result = json.loads(line)
-        outbox = out / "cases" / case_dir_name(Case.parse(result["case"])) / "ws" / "outbox.jsonl"
+        ws = out / "cases" / case_dir_name(Case.parse(result["case"])) / "ws"
+        outbox = ws / "outbox.jsonl"
         records = [json.loads(r) for r in outbox.read_text(encoding="utf-8").splitlines()] \
             if outbox.exists() else []
-        found[result["case"]] = (result, sum(1 for r in records
-                                             if r["to"] == ADDRESS and r["subject"] == SUBJECT))
+        found[result["case"]] = (result, None if states and not ws.exists() else sum(
+            1 for r in records if r["to"] == ADDRESS and r["subject"] == SUBJECT))
     return found
 
 
@@ -86,10 +88,14 @@ def test_broken_langgraph_is_flagged_on_exactly_the_cases_that_sent_twice(tmp_pa
 
 
 def test_fixed_langgraph_holds_on_every_case_with_one_email_each(tmp_path: Path) -> None:
-    found = matrix("langgraph:support_lg.fixed:build", tmp_path)
+    # From crash states (the adapter declares its state in the tree): each distinct state's
+    # recovery runs once, and its tree, kept, is what every case with that state ends in.
+    found = matrix("langgraph:support_lg.fixed:build", tmp_path, "--states")
     assert len(found) > 40
     assert {case: r["verdict"] for case, (r, _) in found.items() if r["verdict"] != "pass"} == {}
-    assert {emails for _, emails in found.values()} == {1}
+    kept = [emails for _, emails in found.values() if emails is not None]
+    assert len(kept) > 15
+    assert set(kept) == {1}
     assert any(reran_lookup(r) for r, _ in found.values())
 
 
@@ -100,8 +106,8 @@ def test_the_agents_sdk_double_send_is_flagged_where_the_outbox_holds_two(tmp_pa
     assert flagged == twice
     assert twice == {"refund/14:effect.after:send_email/kill",
                      "refund/15:commit.before:call.send_email,result.send_email/kill"}
-    fixed = matrix("openai-agents:support_agents.fixed:build", tmp_path / "fixed")
-    assert {emails for _, emails in fixed.values()} == {1}
+    fixed = matrix("openai-agents:support_agents.fixed:build", tmp_path / "fixed", "--states")
+    assert {emails for _, emails in fixed.values() if emails is not None} == {1}
     assert not any("at-most-once" in invariants(r) for r, _ in fixed.values())
 
 

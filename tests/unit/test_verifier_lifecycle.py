@@ -229,6 +229,31 @@ def test_ignored_cancel() -> None:
     assert "run run-4 ended completed" in v.message
 
 
+def test_a_tool_begun_after_the_poll_that_found_the_cancel() -> None:
+    """The run closes cancelled, but only after a tool it began once its poll had found the
+    cancel (as the mutant cancel-after-first-reply does)."""
+    b = ObservationBuilder()
+    first, _, result_id = crashed_at_append(b)
+    run_id = recover_unknown(b, first, result_id)
+    b.turn(run_id, READ)
+    b.deliver("cancel", "cancel-1")
+    b.poll(items=1)
+    assistant_id = b.reply(run_id, BASH)
+    b.call(run_id, assistant_id, BASH)
+    b.poll(items=1)
+    finished = R.run_finished(run_id, Outcome.CANCELLED, "cancel requested")
+    finished["cancel_id"] = "cancel-1"
+    b.commit([finished])
+    b.exit(0)
+    b.settle()
+    violations = check(b.build(), expecting(Expected.CANCELLED))
+    assert ids(violations) == {Id.QUEUED_INPUT}
+    (v,) = violations
+    assert "tool bash began at inc2#" in v.message
+    assert "after the inbox poll at inc2#" in v.message
+    assert v.evidence["cancel_id"] == "cancel-1"
+
+
 # -- retry-intent ----------------------------------------------------------------------------
 def test_recorded_retry_holds() -> None:
     assert check(retry_builder().build()) == []
