@@ -98,10 +98,12 @@ class Agent:
     def run_prompt(self, task: str) -> str:
         """Recover whatever is pending, then run TASK as a new run. Returns its outcome.
 
-        Inputs waiting in the inbox join TASK's run (its first poll takes them), after the task:
-        they came while the task was being given. Started as a run of their own before it (as a
-        recovery with no task does), the model would be asked about them without the task, and
-        the task's run would not see them."""
+        Inputs waiting (in the inbox, or queued and not yet used) join TASK's run after the task,
+        at its first poll: typically they were sent while the task was being given, and a crash
+        kept the task from being saved. Started as a run of their own before it (as a recovery
+        with no task does), the model would be asked about them without the task. An input left
+        over from an earlier finished run joins too: with a task at hand, that is the run the
+        user is talking to."""
         self.recover(start_queued=False)
         run_id = f"run-{self.log.next_seq}"
         (msg_id,) = self._ids(1)

@@ -9,11 +9,7 @@ from crashmatrix.harness.faults.interface import FaultKind, at_request, at_store
 from crashmatrix.harness.records.blackbox_points import crash_points
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.results import CaseResult
-from crashmatrix.scenarios.arrivals import parse as arrival_of
-from crashmatrix.scenarios.model import BoundaryKind
-
-# The probe event kinds a crash step may name (an injected fault names a system call instead).
-_EVENT_KINDS = frozenset(k.value for k in BoundaryKind)
+from crashmatrix.scenarios.arrivals import after_arrival
 
 
 def steps_from_trace(points: list[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
@@ -54,6 +50,15 @@ def single_crash_cases(scenario: str, first_incarnation: list[str],
     """A case at every crash point of the recording, then one per injected call (those count the
     first incarnation's calls, so they are never steps of a deeper schedule: `extensions`), then
     one per fault at each of its downstream `requests` (`kind:service`)."""
+    arrived = after_arrival(scenario, first_incarnation)
+    if arrived is None:
+        return []
+    if arrived:
+        # An arrival variant: crash points from its item's arrival on (scenarios/arrivals.py).
+        # Injected calls and downstream requests are counted apart from events, so no such step
+        # can be placed after the arrival: they are the scenario's own cases, not the variant's.
+        return [Case(scenario, (step,)) for step in steps_from_trace(first_incarnation, faults)
+                if step.n >= arrived]
     steps = (steps_from_trace(first_incarnation, faults) + injected_steps(first_incarnation, faults)
              + downstream_steps(requests, faults))
     return [Case(scenario, (step,)) for step in steps]
@@ -122,22 +127,3 @@ def parse_shard(text: str) -> tuple[int, int]:
         raise ValueError(f"--shard {text!r}: K must be between 1 and N (N >= 1)")
     return k, n
 
-
-def after_arrival(cases: list[Case], scenario: str, first_incarnation: list[str]) -> list[Case]:
-    """An arrival variant's crash points from its item's arrival on (scenarios/arrivals.py).
-
-    Before the arrival, the variant's run is the run without the item, whose crash points the
-    scenario has; a recovery from them may never pass the point the variant names, so its item
-    would arrive nowhere, or somewhere no variant names. A kill at the arrival's own event comes
-    after the delivery (as always), so that point stays. Steps not at probe events (a downstream
-    request, an injected system call) count other things and stay. A recording that never reached
-    the point has none: its crash-free case says what went wrong."""
-    arrival = arrival_of(scenario)
-    if arrival is None:
-        return cases
-    at = next((n for n, point in enumerate(first_incarnation, 1)
-               if arrival.at.matches(*point.partition(":")[::2])), None)
-    if at is None:
-        return []
-    return [c for c in cases if c.schedule[0].downstream or c.schedule[0].kind not in _EVENT_KINDS
-            or c.schedule[0].n >= at]

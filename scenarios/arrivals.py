@@ -11,10 +11,13 @@ What each variant must end in (docs/invariants.md, "Arrival timing"):
 - an input: the scenario's expectations as written (a poll after the arrival sees it, so the run
   must act on it wherever it arrived);
 - a cancel: the expected outcome as written (the open run closes cancelled); the scenario's file,
-  line, pattern, record, turn and final-answer expectations are not judged, since where a cancel cuts
-  the run decides what the files hold. The queued-input invariant judges the cancel itself: the
-  run it found open closes cancelled, no tool starts after the poll that could see it, and nothing
-  resumes it.
+  line, pattern, record, turn, final-answer, applied and check expectations are not judged, since
+  where a cancel cuts the run decides what the files and services hold. The queued-input
+  invariant judges the cancel itself: the run it found open closes cancelled, no tool begins
+  after the poll that could see it, and nothing resumes it.
+
+A variant's crash points are those from its item's arrival on (`after_arrival`): before it, the
+variant's run is the run without the item, and a recovery from there may never pass the point.
 
 A variant is named `<scenario>~<item>@<kind>:<label>` and is rebuilt from its name (`named`), so
 its case ids replay with `crashmatrix repro` like any other.
@@ -96,6 +99,8 @@ def variant(scenario: Scenario, arrival: Arrival) -> Scenario:
                     for c in scenario.cancels)
     expect = scenario.expect
     if any(c.id == arrival.item for c in scenario.cancels):
+        # Where the cancel cuts the run decides the files, the records, what a downstream
+        # service applied and what a check hook reads: only the outcome is the rule's to keep.
         expect = Expect(outcome=scenario.expect.outcome)
     return msgspec.structs.replace(scenario, name=arrival.name, inputs=inputs, cancels=cancels,
                                    expect=expect)
@@ -105,8 +110,8 @@ def parse(name: str) -> Arrival | None:
     """The arrival a variant's name stands for; None for a name that is not a variant's."""
     base, mark, rest = name.partition(MARK)
     item, at, boundary = rest.partition(AT)
-    if not mark or not at or not base or not item or ":" not in boundary:
-        return None
+    if not mark or not at or not base or not item or ":" not in boundary or MARK in boundary:
+        return None  # a variant of a variant is no name this module gives
     try:
         return Arrival(base, item, Boundary.parse(boundary))
     except ValueError:
@@ -123,3 +128,15 @@ def named(name: str, known: Mapping[str, Scenario]) -> Scenario | None:
     if arrival.item not in items(base):
         return None
     return variant(base, arrival)
+
+
+def after_arrival(scenario: str, first_incarnation: list[str]) -> int | None:
+    """For a variant, the event (numbered from 1) of its recording's first incarnation at which
+    its item arrived: its crash points start there (a kill at that event comes after the
+    delivery, as always). 0 for a scenario that is no variant (every point); None for a variant
+    whose recording never reached its point (no crash point: its crash-free case says why)."""
+    arrival = parse(scenario)
+    if arrival is None:
+        return 0
+    return next((n for n, point in enumerate(first_incarnation, 1)
+                 if arrival.at.matches(*point.partition(":")[::2])), None)

@@ -513,6 +513,9 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     scenarios = _fitting(adapter, scenarios, named=bool(names))
     where = run_dir() if found_from_here(agent) else None
     selected = _faults(adapter, fault_names)
+    if black_box and arrivals:
+        fail("--arrivals with --black-box: arrival points are probe events, and a black-box agent "
+             "runs without them")
     if black_box:
         _black_box_usable(adapter, selected, depth)
         scenarios = _black_box_scenarios(scenarios, named=bool(names))

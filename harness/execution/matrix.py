@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from types import FrameType
 
 from crashmatrix.harness.enumeration import (
-    after_arrival,
     blackbox_cases,
     crash_loop_extension,
     extensions,
@@ -172,10 +171,8 @@ class Matrix:
                                 calls = result.store_calls[0] if result.store_calls else []
                                 children = blackbox_cases(case.scenario, calls, self.faults)
                             elif case.depth == 0:
-                                children = after_arrival(
-                                    single_crash_cases(case.scenario, result.trace[0], self.faults,
-                                                       requests_of(result, 0)),
-                                    case.scenario, result.trace[0])
+                                children = single_crash_cases(case.scenario, result.trace[0], self.faults,
+                                                              requests_of(result, 0))
                             elif case.depth < self.depth_of(case.scenario):
                                 children = extensions(case, result.trace, self.faults,
                                                       result.downstream)

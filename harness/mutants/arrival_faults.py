@@ -38,8 +38,8 @@ def cancel_after_first_reply(p: Patcher) -> None:
         return [i for i in items if i.kind is not inbox.InboxKind.CANCEL] if hiding[0] else items
 
     def take_inbox(self: Agent, run_id: str) -> bool:
-        # The fault: the first poll of a run takes inputs only; a cancel already waiting is left
-        # for the next poll, after the model's first reply and its tools have run.
+        # The fault: the first poll of each run this process drives takes inputs only; a cancel
+        # already waiting is left for the next poll, after the model's first reply and its tools.
         hiding[0] = run_id not in polled
         polled.add(run_id)
         try:

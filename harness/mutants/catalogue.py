@@ -236,8 +236,8 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "input that lands between the read and the clean-up is lost.",
        A.inbox_clears_all, "queued-input~also-add-retry-log@inbox.poll:inbox"),
     _m(N.CANCEL_AFTER_FIRST_REPLY,
-       "The agent looks for a cancel only once its run has had a reply, so a cancel sent before "
-       "the model first answers is honoured only after the tools of that answer have run.",
+       "The agent skips cancels at the first inbox poll of each run it drives, so a cancel already "
+       "waiting when a run starts is honoured only after the model's first answer and its tools.",
        A.cancel_after_first_reply, "cancel~user-cancel@commit.after:run_started.prompt,message.user"),
     _m(N.INPUTS_BEFORE_TASK,
        "A start that finds inputs already waiting (sent while the task was being given, before a "

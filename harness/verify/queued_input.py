@@ -109,17 +109,18 @@ def _cancel(t: Transcript, trace: Trace, d: Delivery) -> list[Violation]:
 
 def _started_after_seen(trace: Trace, d: Delivery, name: str, seen_by: Pos,
                         closed: Pos | None) -> list[Violation]:
-    """A tool begun after the poll that found the cancel, before the run closed: the agent saw the
-    cancel and acted anyway (judged within the poll's incarnation; a recovery that finds a cancel
-    at its start may still repair the call it interrupted)."""
-    late = [e for e in trace.of_kind(BoundaryKind.EFFECT_BEFORE, seen_by[0])
-            if e.pos > seen_by and (closed is None or e.pos < closed)]
+    """A tool begun after the poll that could see the cancel (the item was in the inbox), before
+    the run closed: the agent acted past it. Judged within the poll's incarnation: a recovery that
+    finds a cancel at its start may still repair the call it interrupted. An effect.before the
+    harness killed the agent at never began (`Trace.effects`)."""
+    late = [e for e in trace.effects() if e.kind == BoundaryKind.EFFECT_BEFORE.value
+            and e.inc == seen_by[0] and e.pos > seen_by and (closed is None or e.pos < closed)]
     if not late:
         return []
     return [Violation(ID, (
         f"{name}: tool {late[0].label} began at inc{late[0].inc}#{late[0].event.n}, after the inbox "
-        f"poll at inc{seen_by[0]}#{seen_by[1]} that found the cancel; no tool may begin once a "
-        "cancel is seen"), {"cancel_id": d.item_id, "seen_at": f"inc{seen_by[0]}#{seen_by[1]}",
+        f"poll at inc{seen_by[0]}#{seen_by[1]} that could see the cancel; no tool may begin once a "
+        "cancel can be seen"), {"cancel_id": d.item_id, "seen_at": f"inc{seen_by[0]}#{seen_by[1]}",
                             "began": [e.ref for e in late]})]
 
 

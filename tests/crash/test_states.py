@@ -15,6 +15,7 @@ from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.adapters.registry import list_agents
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
 from crashmatrix.scenarios import load_builtin
+from tests.support import node_apps
 from tests.support.planted import COUNTER_ENV, ROOT
 
 pytestmark = pytest.mark.crash
@@ -79,6 +80,8 @@ AGENTS = [("durable-agent", SCENARIOS, ()), ("messages-only", ("changelog-fast",
 def test_states_give_every_case_the_verdict_a_real_kill_gives(tmp_path: Path, agent: str,
                                                                names: tuple[str, ...],
                                                                faults: tuple[str, ...]) -> None:
+    if agent in node_apps.EXAMPLES:
+        node_apps.ready(ROOT / "examples" / node_apps.EXAMPLES[agent])
     scenarios = [a for s in names for a in ("--scenario", s)] + [a for f in faults for a in ("--fault", f)]
     states = essentials(run(tmp_path / "states", "--agent", agent, "--states", *scenarios))
     if agent in INTEGRATIONS:

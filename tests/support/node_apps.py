@@ -21,6 +21,11 @@ NPM_CI_TIMEOUT_S = 900.0  # a native build on a slow, shared machine; more means
 MARKERS = {"better-sqlite3": Path("node_modules/better-sqlite3/build/Release/better_sqlite3.node")}
 
 
+# The example app each Node integration hosts by default, for a test that runs it by agent name
+# (and so must install it first, whichever test xdist happened to run before).
+EXAMPLES = {"langgraph-js": "langgraph_js_app", "openai-agents-js": "openai_agents_js_app"}
+
+
 def missing_tools() -> str | None:
     """Why Node apps cannot run here (None: node and npm are on PATH)."""
     for tool in ("node", "npm"):

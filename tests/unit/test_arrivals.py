@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from crashmatrix.scenarios import ScenarioError, load_builtin, resolve
-from crashmatrix.scenarios.arrivals import Arrival, items, named, parse, points, variant, without
+from crashmatrix.scenarios.arrivals import (
+    Arrival,
+    after_arrival,
+    items,
+    named,
+    parse,
+    points,
+    variant,
+    without,
+)
 from crashmatrix.scenarios.model import Boundary, BoundaryKind, Expect
 
 K = BoundaryKind
@@ -70,3 +79,20 @@ def test_items_and_a_wrong_item_are_named() -> None:
     assert items(base) == ["also-add-retry-log"]
     with pytest.raises(ValueError, match="no input or cancel 'x'"):
         variant(base, Arrival("queued-input", "x", Boundary(K.INBOX_POLL, "inbox")))
+
+
+def test_a_variants_crash_points_start_at_its_arrival_and_a_plain_scenarios_are_all_kept() -> None:
+    from crashmatrix.harness.enumeration import single_crash_cases  # noqa: PLC0415
+    from crashmatrix.harness.faults.kill import KILL  # noqa: PLC0415
+
+    trace = [f"{kind}:{label}" for kind, label in RUN]
+    variant_name = "queued-input~also-add-retry-log@inbox.poll:inbox"  # first poll: event 3
+    assert after_arrival("queued-input", trace) == 0
+    assert after_arrival(variant_name, trace) == 3
+    assert after_arrival("queued-input~also-add-retry-log@effect.before:nowhere", trace) is None
+    every = [c.schedule[0].n for c in single_crash_cases("queued-input", trace, [KILL])]
+    kept = [c.schedule[0].n for c in single_crash_cases(variant_name, trace, [KILL])]
+    assert kept == [n for n in every if n >= 3]  # the kill at the arrival's own event stays
+    assert kept
+    assert min(every) < 3
+    assert single_crash_cases("queued-input~also-add-retry-log@effect.before:nowhere", trace, [KILL]) == []
