@@ -12,9 +12,10 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from queue import Empty, SimpleQueue
 from types import FrameType
 
 from crashmatrix.harness.enumeration import (
@@ -140,18 +141,25 @@ class Matrix:
 
             left: Counter[str] = Counter()  # cases of each scenario submitted and not yet finished
 
+            # Each case's future reports itself here when done: waiting on the queue costs the
+            # same however many cases are pending (`wait` on all of them, each time one finishes,
+            # made the harness's own work grow with the square of a deep matrix's size).
+            finishing: SimpleQueue[Future[CaseResult]] = SimpleQueue()
+
             def submit(case: Case) -> None:
                 nonlocal known, extending
                 known += 1
                 left[case.scenario] += 1
                 extending += self.may_extend(case)
-                pending[pool.submit(self.run_case, case)] = case
+                future = pool.submit(self.run_case, case)
+                pending[future] = case
+                future.add_done_callback(finishing.put)
 
             for scenario in cfg.scenarios:
                 submit(Case(scenario.name))
             try:
                 while pending:
-                    done, _ = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+                    done = _finished(finishing, timeout=0.2)
                     if interrupted.is_set():
                         raise Interrupted(interrupted.signum)
                     for future in done:
@@ -222,6 +230,19 @@ class Matrix:
             _, running = wait(pending, timeout=0.1)
             if not running:
                 return
+
+
+def _finished(finishing: SimpleQueue[Future[CaseResult]], timeout: float) -> list[Future[CaseResult]]:
+    """The futures done since the last call, waiting up to `timeout` for the first (none: [])."""
+    try:
+        done = [finishing.get(timeout=timeout)]
+    except Empty:
+        return []
+    while True:
+        try:
+            done.append(finishing.get_nowait())
+        except Empty:
+            return done
 
 
 # A crash-free run violating one of these did not do the task or did not end: the agent does not
