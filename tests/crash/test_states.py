@@ -226,3 +226,13 @@ def test_a_shared_recovery_gives_each_case_the_requests_a_real_kill_gives(names:
     assert set(real) == set(states)
     different = [c for c in real if real[c] != states[c]]
     assert not different, json.dumps({c: (real[c], states[c]) for c in different[:2]}, indent=1)[:3000]
+
+
+def test_cases_that_end_in_the_same_state_share_one_settle_run(tmp_path: Path) -> None:
+    """A settle run is kept by the final state it ran on; the case's own URL on the fakes (with
+    its random bits) must not make every final state look new (it did, from issue 33 until issue
+    35's mend: no settle was ever reused)."""
+    rows = run(tmp_path, "--scenario", "changelog-fast", "--states", "--fault", "kill")
+    assert {r["verdict"] for r in rows} == {"pass"}
+    shared = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))["crash_states"]
+    assert shared["settles_reused"] > 0, shared
