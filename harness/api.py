@@ -33,27 +33,28 @@ def run_matrix(agent: str = DEFAULT_AGENT, *, scenarios: Sequence[str] = (),
                cases: Sequence[str] = ()) -> list[CaseResult]:
     """Every case's result (or only `cases`' and their scenarios' recordings), sorted by case id."""
     # The CLI's own checks, which end a command with exit 2 and a message: here, an exception.
-    from crashmatrix.harness.cli import run as cli  # noqa: PLC0415 - the CLI imports this module's callers
+    from crashmatrix.harness.cli import matrix_setup as setup  # noqa: PLC0415 - the CLI imports this module's callers
+    from crashmatrix.harness.cli import run as cli  # noqa: PLC0415
     from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig  # noqa: PLC0415
     from crashmatrix.harness.records.case import Case  # noqa: PLC0415
 
     said = io.StringIO()  # what the CLI's checks print before they exit: the error's message
     try:
         with redirect_stderr(said):
-            adapter = cli._adapter(agent)
-            chosen = cli._scenarios(tuple(scenarios), tuple(scenario_dirs))
+            adapter = setup.adapter_named(agent)
+            chosen = setup.scenarios_named(tuple(scenarios), tuple(scenario_dirs))
             if cases:
                 wanted = {Case.parse(c).scenario for c in cases}
                 chosen = [s for s in chosen if s.name in wanted]
-            chosen = cli._fitting(adapter, chosen, named=bool(scenarios))
+            chosen = setup.fitting(adapter, chosen, named=bool(scenarios))
             selected = cli._faults(adapter, tuple(faults))
     except SystemExit:
         raise MatrixError(said.getvalue().strip().removeprefix("crashmatrix: error: ")) from None
     except ValueError as exc:
         raise MatrixError(str(exc)) from None
     found: list[CaseResult] = []
-    fsync = cli._fsync(None, selected, False)
-    with cli._runner_config(agent, timeout, fsync, False, resolved=adapter) as config:
+    fsync = setup.fsync_default(None, selected, False)
+    with setup.runner_config(agent, timeout, fsync, False, resolved=adapter) as config:
         matrix = Matrix(MatrixConfig(scenarios=chosen, runner=config, depth=depth, jobs=jobs,
                                      scenario_dirs=list(scenario_dirs), faults=selected,
                                      only=frozenset(cases) or None))

@@ -20,8 +20,8 @@ from crashmatrix.harness.adapters.identity import identity
 from crashmatrix.harness.adapters.interface import Adapter, PreflightError
 from crashmatrix.harness.adapters.requirements import unmet
 from crashmatrix.harness.cli.exitcodes import fail
+from crashmatrix.harness.cli.matrix_setup import fsync_default, runner_config
 from crashmatrix.harness.cli.report import load_results
-from crashmatrix.harness.cli.run import _fsync, _runner_config
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.records.results import (
@@ -134,7 +134,7 @@ def _run_agent(a: str, adapter: Adapter, runs: AgentRuns, scenarios: Sequence[Sc
             runnable.append(s)
     folder = out_dir / "agents" / folder_of(a)
     folder.mkdir(parents=True, exist_ok=True)
-    fsync = _fsync(None, faults, black_box)
+    fsync = fsync_default(None, faults, black_box)
     click.echo(f"crashmatrix {command}: {a}: {len(runnable)} scenario(s)", err=True)
     options = RunOptions(agent=a, depth=1, fsync=fsync, timeout=timeout, spawn=spawn,
                          max_events=max_events, scenarios=tuple(s.name for s in runnable),
@@ -151,8 +151,8 @@ def _run_agent(a: str, adapter: Adapter, runs: AgentRuns, scenarios: Sequence[Sc
     interrupted = False
     try:
         if runnable:
-            with _runner_config(a, timeout, fsync, False, spawn, resolved=adapter,
-                                max_events=max_events, blackbox=black_box) as cfg:
+            with runner_config(a, timeout, fsync, False, spawn, resolved=adapter,
+                               max_events=max_events, blackbox=black_box) as cfg:
                 matrix = Matrix(MatrixConfig(scenarios=runnable, runner=cfg, depth=1, jobs=jobs,
                                              scenario_dirs=printed, faults=faults))
                 matrix.run(_writing_to(writer))

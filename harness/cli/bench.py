@@ -33,7 +33,13 @@ from crashmatrix.harness.adapters.durable import ENTRY as DURABLE_ENTRY
 from crashmatrix.harness.adapters.interface import Adapter
 from crashmatrix.harness.adapters.registry import DEFAULT_AGENT
 from crashmatrix.harness.cli.bench_memory import MemoryFigures, measure_memory
-from crashmatrix.harness.cli.run import _adapter, _need_tracer, _require, _runner_config, _scenarios
+from crashmatrix.harness.cli.matrix_setup import (
+    adapter_named,
+    need_tracer,
+    require_fit,
+    runner_config,
+    scenarios_named,
+)
 from crashmatrix.harness.execution.crash_states import CrashStates
 from crashmatrix.harness.execution.line_coverage import combine_and_report
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
@@ -135,9 +141,9 @@ def measure(mode: str, names: tuple[str, ...], jobs: int, repeat: int, timeout: 
     """`line_coverage`: as `run --line-coverage` does it, including combining the data and
     writing the HTML at the end (timed apart, in `combine_s`). `traced`: every incarnation a
     fresh process under strace."""
-    scenarios = _scenarios(names, dirs)
-    adapter = _adapter(agent)
-    _require(adapter, scenarios)
+    scenarios = scenarios_named(names, dirs)
+    adapter = adapter_named(agent)
+    require_fit(adapter, scenarios)
     figures = ModeFigures(0, 0.0, 0, 0, [])
     with tempfile.TemporaryDirectory(prefix="crashmatrix-bench-") as tmp:
         coverage_dir = Path(tmp) / "coverage-data" if line_coverage else None
@@ -167,8 +173,8 @@ def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: i
         figures.settle_ms += result.incarnation_ms[-1:] if settles else []
         figures.other_ms += result.incarnation_ms[:-1] if settles else result.incarnation_ms
 
-    with _runner_config(agent, timeout, False, False, mode, resolved=adapter,
-                        coverage_dir=coverage_dir) as plain:
+    with runner_config(agent, timeout, False, False, mode, resolved=adapter,
+                       coverage_dir=coverage_dir) as plain:
         cfg = plain if tracer is None else replace(plain, spawner=tracer)
         for _ in range(repeat):
             matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=cfg, depth=1, jobs=jobs, states=states))
@@ -186,11 +192,11 @@ def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: i
 def _memory(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, timeout: float, agent: str,
             target: int) -> MemoryFigures | None:
     """`--memory-cases`: for an agent `--states` can run (else None)."""
-    adapter = _adapter(agent)
+    adapter = adapter_named(agent)
     if not CrashStates.supported(adapter.capabilities):
         return None
-    scenarios = _scenarios(names, dirs)
-    with _runner_config(agent, timeout, False, False, "fork", resolved=adapter) as cfg:
+    scenarios = scenarios_named(names, dirs)
+    with runner_config(agent, timeout, False, False, "fork", resolved=adapter) as cfg:
         return measure_memory(scenarios, cfg, jobs, target)
 
 
@@ -258,14 +264,14 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
     floor_fork = fork_floor_ms()
     with cached_bytecode(DURABLE_ENTRY.module) as bytecode_cached:
         if trace:
-            _need_tracer(("power",))
+            need_tracer(("power",))
         fresh = None if skip_fresh and not trace else measure("fresh", names, jobs, 1, timeout, dirs, agent)
         traced = measure("fresh", names, jobs, 1, timeout, dirs, agent, traced=True) if trace else None
         fork = measure("fork", names, jobs, repeat, timeout, dirs, agent)
         # Crash states (`run --states`) beside plain fork, on the same matrix, for an agent that
         # declares its recovery reads only its case tree.
         states = (measure("fork", names, jobs, repeat, timeout, dirs, agent, states=True)
-                  if CrashStates.supported(_adapter(agent).capabilities) else None)
+                  if CrashStates.supported(adapter_named(agent).capabilities) else None)
         covered = (measure("fork", names, jobs, 1, timeout, dirs, agent, line_coverage=True)
                    if line_coverage else None)
         memory = _memory(names, dirs, jobs, timeout, agent, memory_cases) if memory_cases else None

@@ -19,14 +19,8 @@ import click
 
 from crashmatrix.harness.cli.agent_runs import folder_of, run_agents
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.cli.run import (
-    _adapter,
-    _black_box_scenarios,
-    _black_box_usable,
-    _faults,
-    _printed_dirs,
-    _scenarios,
-)
+from crashmatrix.harness.cli.matrix_setup import adapter_named, printed_dirs, scenarios_named
+from crashmatrix.harness.cli.run import _black_box_scenarios, _black_box_usable, _faults
 from crashmatrix.harness.records.results import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_TIMEOUT_S,
@@ -81,9 +75,9 @@ def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str
     Interrupted, it still writes the table of the agents that finished (the others marked not
     run); `--resume` then runs only those."""
     order = list(dict.fromkeys(agents))
-    scenarios = _scenarios(names, dirs)
+    scenarios = scenarios_named(names, dirs)
     out_dir = Path(out)
-    adapters = {a: _adapter(a) for a in order}  # every name checked before anything runs
+    adapters = {a: adapter_named(a) for a in order}  # every name checked before anything runs
     selected = {a: _faults(adapters[a], fault_names) for a in order}
     if black_box:
         for a in order:
@@ -91,7 +85,7 @@ def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str
         scenarios = _black_box_scenarios(scenarios, named=bool(names))
     _claim(out_dir, overwrite or resume)
     runs = run_agents(order, adapters, scenarios, selected, out_dir, black_box=black_box, jobs=jobs,
-                      timeout=timeout, spawn=spawn, printed=_printed_dirs(dirs), max_events=max_events,
+                      timeout=timeout, spawn=spawn, printed=printed_dirs(dirs), max_events=max_events,
                       resume=resume)
     results, not_run = runs.results, runs.not_run
     # "held" next to "held" means as much as what each was judged on: every renderer says it.

@@ -22,7 +22,7 @@ from crashmatrix.harness.adapters.interface import profile_of
 from crashmatrix.harness.adapters.registry import list_agents
 from crashmatrix.harness.cli.agent_runs import run_agents
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.cli.run import _adapter, _need_tracer, _printed_dirs, _scenarios
+from crashmatrix.harness.cli.matrix_setup import adapter_named, need_tracer, printed_dirs, scenarios_named
 from crashmatrix.harness.faults.registry import FAULTS
 from crashmatrix.harness.records.results import DEFAULT_TIMEOUT_S, Verdict
 from crashmatrix.reports.durability import MARK, render_markdown, render_terminal, row
@@ -97,24 +97,24 @@ def durability(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str,
                write: str | None, overwrite: bool, as_json: bool) -> None:
     """Run each agent's crash matrix and write the table of the promises it keeps."""
     order = list(dict.fromkeys(agents)) or [a.name for a in list_agents()]
-    scenarios = _scenarios(names or DEFAULT_SCENARIOS, dirs)
+    scenarios = scenarios_named(names or DEFAULT_SCENARIOS, dirs)
     faults = tuple(dict.fromkeys(fault_names)) or DEFAULT_FAULTS
     known = {f.name: f for f in FAULTS.all()}
     unknown = [f for f in faults if f not in known]
     if unknown:
         fail(f"--fault {unknown[0]}: unknown fault (known: {', '.join(sorted(known))})")
-    adapters = {a: _adapter(a) for a in order}  # every name checked before anything runs
+    adapters = {a: adapter_named(a) for a in order}  # every name checked before anything runs
     # Each agent takes the selected kinds its adapter supports (kill: every adapter).
     selected: dict[str, tuple[str, ...] | None] = {
         a: tuple(f for f in faults if known[f].requires <= adapters[a].capabilities) for a in order}
-    _need_tracer(tuple({f for chosen in selected.values() for f in chosen or ()}))
+    need_tracer(tuple({f for chosen in selected.values() for f in chosen or ()}))
     out_dir = Path(out)
     _claim(out_dir, overwrite)
     page = Path(write) if write else None
     if page is not None:
         _page_writable(page, overwrite)
     runs = run_agents(order, adapters, scenarios, selected, out_dir, black_box=False, jobs=jobs,
-                      timeout=timeout, spawn=spawn, printed=_printed_dirs(dirs), command="durability")
+                      timeout=timeout, spawn=spawn, printed=printed_dirs(dirs), command="durability")
     if runs.interrupted is not None:
         sys.exit(int(Exit.HARNESS))  # no partial table: a page of rows of unfinished runs would mislead
     results, not_run = runs.results, runs.not_run

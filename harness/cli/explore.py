@@ -81,11 +81,11 @@ def _strategy(adapter: Adapter, names: tuple[str, ...],
     folders), as written, with drawn crash schedules; else plans generated for our tool
     vocabulary, if the agent has those tools; else the built-in scenarios it can run (exit 2,
     naming why, when it can run none)."""
-    from crashmatrix.harness.cli import run as cli  # noqa: PLC0415 - the scenario checks `run` makes
+    from crashmatrix.harness.cli import matrix_setup as setup  # noqa: PLC0415 - the scenario checks `run` makes
 
     torn = Capability.TEAR in adapter.capabilities
     if names or dirs:
-        chosen = cli._fitting(adapter, cli._scenarios(names, dirs), named=bool(names))
+        chosen = setup.fitting(adapter, setup.scenarios_named(names, dirs), named=bool(names))
         return given_examples(chosen, torn), f"crash schedules of {', '.join(s.name for s in chosen)}"
     try:
         unfit = misfit(adapter, build_scenario(EVERY_TOOL))
@@ -94,7 +94,7 @@ def _strategy(adapter: Adapter, names: tuple[str, ...],
     if not unfit:
         inbox = Capability.INBOX in adapter.capabilities
         return examples(inbox, torn), "generated scenarios and crash schedules"
-    fitting = [s for s in cli._scenarios((), ()) if not misfit(adapter, s)]
+    fitting = [s for s in setup.scenarios_named((), ()) if not misfit(adapter, s)]
     vocabulary = ", ".join(t.value for t in EVERY_TOOL.tools())
     if not fitting:
         fail(f"agent {agent_label(adapter)!r} cannot run the generated scenarios (their tools are "

@@ -9,8 +9,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,16 +17,24 @@ from typing import Any
 import click
 from tabulate import tabulate
 
-from crashmatrix.fakes import FakeDownstream, FakeProvider
 from crashmatrix.harness.adapters.identity import identity
-from crashmatrix.harness.adapters.interface import Adapter, Capability, PreflightError
+from crashmatrix.harness.adapters.interface import Adapter, Capability
 from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, AgentChoiceError, list_agents, resolve_agent
-from crashmatrix.harness.adapters.requirements import agent_label, misfit, unmet
+from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, list_agents
 from crashmatrix.harness.cli.coverage_options import coverage_source_of, measured_name, python_only
 from crashmatrix.harness.cli.exitcodes import Exit, fail
+from crashmatrix.harness.cli.matrix_setup import (
+    adapter_named,
+    fitting,
+    fsync_default,
+    need_tracer,
+    printed_dirs,
+    require_fit,
+    runner_config,
+    scenarios_named,
+)
 from crashmatrix.harness.cli.out_lock import lock_out
-from crashmatrix.harness.cli.portable import found_from_here, is_portable, portable_paths, run_dir
+from crashmatrix.harness.cli.portable import found_from_here, portable_paths, run_dir
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
     coverage_failures,
@@ -44,7 +51,6 @@ from crashmatrix.harness.execution.arrivals import with_arrivals
 from crashmatrix.harness.execution.crash_states import Tally
 from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path
 from crashmatrix.harness.execution.line_coverage import (
-    IMPORTS_DATA,
     LineCoverage,
     Unmeasured,
     combine_and_report,
@@ -52,10 +58,7 @@ from crashmatrix.harness.execution.line_coverage import (
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
-from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.scratch_watch import watches
-from crashmatrix.harness.execution.spawn import SpawnMode
-from crashmatrix.harness.execution.spawners import make_spawner
 from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.faults.interface import at_store_calls_of
 from crashmatrix.harness.faults.registry import (
@@ -63,7 +66,6 @@ from crashmatrix.harness.faults.registry import (
     check_faults,
     check_selection,
     faults_for,
-    observing,
 )
 from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.records.case import Case, CaseIdError
@@ -103,20 +105,11 @@ from crashmatrix.reports.header import header
 from crashmatrix.reports.terminal import render as render_summary
 from crashmatrix.reports.timeline import render as render_timeline
 from crashmatrix.reports.write import ReportFile, write_reports
-from crashmatrix.scenarios import ScenarioError, is_builtin, load_all, resolve
+from crashmatrix.scenarios import ScenarioError
 from crashmatrix.scenarios.arrivals import parse as arrival_of
 from crashmatrix.scenarios.model import Scenario
 
 DEFAULT_OUT = "crashmatrix-out"
-
-
-def _scenarios(names: tuple[str, ...], dirs: tuple[str, ...]) -> list[Scenario]:
-    try:
-        if names:
-            return resolve(names, dirs)
-        return list(load_all(dirs).values())
-    except ScenarioError as exc:
-        fail(str(exc))
 
 
 # What crashmatrix writes into --out; other files there are never touched.
@@ -140,82 +133,6 @@ def _is_our_run_file(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and {"agent", "declared_branches"} <= set(data)
-
-
-def _require(adapter: Adapter, scenarios: list[Scenario]) -> None:
-    """Every one of `scenarios` must fit the agent (exit 2 naming why not); loads a framework
-    app once to learn its tools (exit 2 with the traceback when it does not load)."""
-    try:
-        problems = unmet(adapter, scenarios)
-    except PreflightError as exc:
-        fail(str(exc))
-    if problems:
-        fail("; ".join(problems))
-
-
-def _fitting(adapter: Adapter, scenarios: list[Scenario], named: bool) -> list[Scenario]:
-    """The scenarios to run. Named ones, and those of the user's own `--scenarios` folders, must
-    all fit (as `_require`: exit 2 naming why not); of the built-ins run by default, those the
-    agent can run, the others listed on stderr with why, exit 2 only when none fits."""
-    own = [s for s in scenarios if named or not is_builtin(s)]
-    _require(adapter, own)
-    builtin = [s for s in scenarios if s not in own]
-    try:
-        reasons = {s.name: misfit(adapter, s) for s in builtin}
-    except PreflightError as exc:
-        fail(str(exc))
-    left = [s for s in builtin if reasons[s.name]]
-    if left and len(left) == len(scenarios):
-        fail(f"agent {agent_label(adapter)!r} can run none of the scenarios: "
-             + "; ".join(r for s in left for r in reasons[s.name])
-             + " (write scenarios for its tools and load them with --scenarios DIR)")
-    if left:
-        click.echo(f"crashmatrix: left out {len(left)} built-in scenario(s) agent "
-                   f"{agent_label(adapter)!r} cannot run:", err=True)
-    for s in left:
-        click.echo(f"  {s.name}: {'; '.join(reasons[s.name])}", err=True)
-    return [s for s in scenarios if s not in left]
-
-
-def _adapter(name: str) -> Adapter:
-    try:
-        return resolve_agent(name)
-    except AgentChoiceError as exc:
-        fail(str(exc))
-
-
-@contextmanager
-def _runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool, spawn: str = "fork",
-                   work: Path | None = None, coverage_dir: Path | None = None,
-                   resolved: Adapter | None = None,
-                   max_events: int = DEFAULT_MAX_EVENTS, blackbox: bool = False,
-                   coverage_source: str | None = None) -> Iterator[RunnerConfig]:
-    """`agent` as the user named it (recorded in results), or an adapter; `resolved`: the
-    adapter a caller already resolved from that name (so it is looked up once);
-    `coverage_source`: what --line-coverage measures (`coverage_source_of`), None: the adapter's."""
-    adapter = resolved or (_adapter(agent) if isinstance(agent, str) else agent)
-    python = adapter.python
-    preload = list(python.preload) if python else None
-    source = coverage_source or (python.measured if python else "")
-    # Under --line-coverage (refused by `run` for an agent without a Python entry) the zygote
-    # measures the agent's import-time lines as it preloads it, so they count as run (every
-    # incarnation runs them); each recovery child then measures only what it runs itself.
-    measure = (coverage_dir / IMPORTS_DATA, source) if coverage_dir and python else None
-    # The zygote starts first, before this process has any thread, so it forks clean children.
-    spawner = make_spawner(SpawnMode(spawn), preload, measure)
-    try:
-        with FakeProvider() as provider, FakeDownstream() as downstream, \
-                scratch_dir(prefix="crashmatrix-") as tmp:
-            yield RunnerConfig(adapter=adapter, provider=provider, downstream=downstream,
-                               work_root=work or Path(tmp),
-                               case_timeout_s=timeout, max_events=max_events, fsync=fsync,
-                               keep=keep, spawner=spawner,
-                               coverage_dir=coverage_dir,
-                               coverage_source=source,
-                               agent_ref=agent if isinstance(agent, str) else None,
-                               blackbox=blackbox)
-    finally:
-        spawner.close()
 
 
 common_scenarios = [
@@ -262,16 +179,8 @@ def _faults(adapter: Adapter, names: tuple[str, ...]) -> tuple[str, ...] | None:
     problems = check_selection(selected, adapter)
     if problems:
         fail("; ".join(problems))
-    _need_tracer(selected)
+    need_tracer(selected)
     return selected
-
-
-def _need_tracer(selected: tuple[str, ...]) -> None:
-    if observing(f for f in FAULTS.all() if f.name in selected):
-        try:
-            strace_path()
-        except TracerMissing as exc:
-            fail(str(exc), Exit.HARNESS)
 
 
 def _black_box_usable(adapter: Adapter, selected: tuple[str, ...] | None, depth: int) -> None:
@@ -341,15 +250,6 @@ def _black_box_scenarios(scenarios: list[Scenario], named: bool) -> list[Scenari
     return [s for s in scenarios if s not in timed]
 
 
-def _fsync(given: str | None, selected: tuple[str, ...] | None, black_box: bool = False) -> bool:
-    """--fsync as given; else on when a selected fault observes file-system calls (a power loss
-    keeps only what was synced, a failed sync needs a sync: the agent must be asked to sync to
-    be judged on it) and in black-box mode (its syncs are crash points), off otherwise."""
-    if given is not None:
-        return given == "on"
-    return black_box or (selected is not None and observing(f for f in FAULTS.all() if f.name in selected))
-
-
 @dataclass
 class _Tally:
     """What run.json says at the end: cases enumerated, results per scenario, lines written."""
@@ -375,19 +275,6 @@ class _Resumed(Matrix):
     def run_case(self, case: Case) -> CaseResult:
         saved = self.saved.get(case.case_id)
         return saved if saved is not None else super().run_case(case)
-
-
-def _printed_dirs(dirs: tuple[str, ...], where: str | None = None) -> list[str]:
-    """The --scenarios folders as repro lines will print them (relative to `where`, the run's
-    directory, when the lines `cd` there first); said once if one cannot be named without this
-    machine's absolute path (outside the repository and the current directory)."""
-    printed = portable_paths(dirs, from_here=where is not None)
-    for shown in printed:
-        if not is_portable(shown):
-            click.echo(f"crashmatrix: note: --scenarios {shown} lies outside the repository and the "
-                       "current directory, so repro lines name it by this machine's absolute path",
-                       err=True)
-    return printed
 
 
 def _shown(value: object) -> str:
@@ -493,12 +380,12 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         return
     if only_cases and shard_spec is not None:
         fail("--case with --shard: a named case in another shard would silently not run; give one")
-    scenarios = _scenarios(names, dirs)
+    scenarios = scenarios_named(names, dirs)
     if only_cases:
         # A case of an arrival variant names its scenario: run it without --scenario as well.
         variants = tuple(sorted(n for n in sliced - {s.name for s in scenarios} if arrival_of(n)))
         if variants:
-            scenarios += _scenarios(variants, dirs)
+            scenarios += scenarios_named(variants, dirs)
         absent = sorted(sliced - {s.name for s in scenarios})
         if absent:
             fail(f"--case: scenario {absent[0]!r} is not among those selected "
@@ -509,8 +396,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             click.echo(f"crashmatrix: {s.name}: schedules capped at depth {s.matrix.max_depth} by "
                        f"its [matrix] max_depth ({s.source})", err=True)
     out_dir = Path(out)
-    adapter = _adapter(agent)
-    scenarios = _fitting(adapter, scenarios, named=bool(names))
+    adapter = adapter_named(agent)
+    scenarios = fitting(adapter, scenarios, named=bool(names))
     where = run_dir() if found_from_here(agent) else None
     selected = _faults(adapter, fault_names)
     if black_box and arrivals:
@@ -522,7 +409,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         if require_coverage:
             fail("--require-coverage with --black-box: recovery branches are reported by probes, "
                  "and a black-box agent runs without them")
-    fsync = "on" if _fsync(fsync_given, selected, black_box) else "off"
+    fsync = "on" if fsync_default(fsync_given, selected, black_box) else "off"
     if states:
         _states_usable(adapter, line_coverage)
     elif audit_states:
@@ -571,16 +458,16 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         if not resume:  # a resumed run adds to what the cases it does not re-run measured
             remove_tree(coverage_dir)
         coverage_dir.mkdir(parents=True, exist_ok=True)
-    with _runner_config(agent, timeout, fsync == "on", keep, spawn,
-                        work=(out_dir / "cases") if keep else None,
-                        coverage_dir=coverage_dir, resolved=adapter,
-                        max_events=max_events, blackbox=black_box,
-                        coverage_source=coverage_source) as runner_config:
+    with runner_config(agent, timeout, fsync == "on", keep, spawn,
+                       work=(out_dir / "cases") if keep else None,
+                       coverage_dir=coverage_dir, resolved=adapter,
+                       max_events=max_events, blackbox=black_box,
+                       coverage_source=coverage_source) as runner_cfg:
         if arrivals:
-            scenarios = with_arrivals(scenarios, runner_config, jobs, note=lambda line: click.echo(
+            scenarios = with_arrivals(scenarios, runner_cfg, jobs, note=lambda line: click.echo(
                 f"crashmatrix: --arrivals: {line}", err=True))
-        config = MatrixConfig(scenarios=scenarios, runner=runner_config, depth=depth,
-                              jobs=jobs, shard=shard_spec, scenario_dirs=_printed_dirs(dirs, where),
+        config = MatrixConfig(scenarios=scenarios, runner=runner_cfg, depth=depth,
+                              jobs=jobs, shard=shard_spec, scenario_dirs=printed_dirs(dirs, where),
                               run_dir=where,
                               faults=selected, states=states, audit_states=audit_states,
                               only=frozenset(only_cases) or None)
@@ -702,27 +589,27 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
         if not agents or ":" in agent:
             chosen.append((agent, agent))
         for shown, ref in chosen:
-            click.echo(tools_table(shown, _adapter(ref)))
+            click.echo(tools_table(shown, adapter_named(ref)))
         return
     if agents:
         rows = [(a.name, a.origin, a.value, ", ".join(a.capabilities)) for a in list_agents()]
         if ":" in agent:  # an agent named by path is listed too, so it can be checked
-            path = _adapter(agent)
+            path = adapter_named(agent)
             rows.append((path.name, "path", agent, ", ".join(sorted(c.value for c in path.capabilities))))
         click.echo(tabulate(rows, headers=["agent", "origin", "from", "capabilities"]))
         return
-    scenarios = _scenarios(names, dirs)
+    scenarios = scenarios_named(names, dirs)
     if not cases:
         for s in scenarios:
             click.echo(f"{s.name:18} {s.description}")
         return
-    adapter = _adapter(agent)
-    _require(adapter, scenarios)
+    adapter = adapter_named(agent)
+    require_fit(adapter, scenarios)
     selected = _faults(adapter, fault_names)
     if black_box:
         _black_box_usable(adapter, selected, 1)
-    with _runner_config(agent, timeout, _fsync(fsync_given, selected, black_box), False, spawn,
-                        resolved=adapter, max_events=max_events, blackbox=black_box) as cfg:
+    with runner_config(agent, timeout, fsync_default(fsync_given, selected, black_box), False, spawn,
+                       resolved=adapter, max_events=max_events, blackbox=black_box) as cfg:
         for s in scenarios:
             for case in _enumerate(cfg, s, selected):
                 click.echo(case.case_id)
@@ -759,9 +646,9 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
     except CaseIdError as exc:
         fail(str(exc))
         return
-    known = {s.name: s for s in _scenarios(names, dirs)}
+    known = {s.name: s for s in scenarios_named(names, dirs)}
     if case.scenario not in known and arrival_of(case.scenario):  # a variant: rebuilt from its name
-        known |= {s.name: s for s in _scenarios((case.scenario,), dirs)}
+        known |= {s.name: s for s in scenarios_named((case.scenario,), dirs)}
     scenario = known.get(case.scenario)
     if scenario is None:
         close = difflib.get_close_matches(case.scenario, list(known), n=3)
@@ -773,11 +660,12 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
     selected = named or None
     black_box = black_box or case.blackbox  # a black-box step's id says so
     if black_box:
-        _black_box_usable(_adapter(agent), selected, case.depth or 1)
+        _black_box_usable(adapter_named(agent), selected, case.depth or 1)
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
-    with _runner_config(agent, timeout, _fsync(fsync_given, selected, black_box), keep, spawn, work=work,
-                        max_events=max_events, blackbox=black_box) as cfg:
-        _require(cfg.adapter, [scenario])
+    fsync = fsync_default(fsync_given, selected, black_box)
+    with runner_config(agent, timeout, fsync, keep, spawn, work=work, max_events=max_events,
+                       blackbox=black_box) as cfg:
+        require_fit(cfg.adapter, [scenario])
         try:
             check_faults(case, cfg.adapter)
         except CaseIdError as exc:
@@ -820,14 +708,14 @@ def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool)
     except ValueError:
         fail(f"{path}: field 'mutant': unknown mutant {saved.mutant!r}")
         return
-    adapter: Adapter = MutantAdapter(mutant) if mutant else _adapter(saved.agent)
-    _require(adapter, [saved.scenario])
+    adapter: Adapter = MutantAdapter(mutant) if mutant else adapter_named(saved.agent)
+    require_fit(adapter, [saved.scenario])
     try:
         check_faults(saved.case, adapter)
     except CaseIdError as exc:
         fail(f"{path}: {exc}")
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
-    with _runner_config(adapter, timeout, fsync, keep, spawn, work=work) as cfg:
+    with runner_config(adapter, timeout, fsync, keep, spawn, work=work) as cfg:
         obs, result = run_repro(saved, cfg)
     _print_timeline(obs, result)
     if work is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from crashmatrix.harness.cli.run import _runner_config
+from crashmatrix.harness.cli.matrix_setup import runner_config
 from crashmatrix.harness.execution.hunt import hunt
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
@@ -37,7 +37,7 @@ KILLS = [(N.FRESH_KEY, c) for c in KEYED] + [(N.ATTEMPT_KEY, c) for c in KEYED] 
 @contextlib.contextmanager
 def matrix(agent: str, scenarios: list[Scenario], work: Path) -> Iterator[Matrix]:
     """A matrix over `scenarios` for `agent` (as `--agent` names it), with the fake downstream."""
-    with _runner_config(agent, 30.0, False, False, "fork", work=work) as runner:
+    with runner_config(agent, 30.0, False, False, "fork", work=work) as runner:
         yield Matrix(MatrixConfig(scenarios=scenarios, runner=runner, jobs=2))
 
 

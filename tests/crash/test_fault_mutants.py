@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from crashmatrix.harness.cli.run import _runner_config
+from crashmatrix.harness.cli.matrix_setup import runner_config
 from crashmatrix.harness.execution.hunt import hunt_all
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
@@ -40,7 +40,7 @@ TIMEOUT_S = 5.0
 
 @contextlib.contextmanager
 def matrix(agent: str, scenarios: list[Scenario], work: Path) -> Iterator[Matrix]:
-    with _runner_config(agent, TIMEOUT_S, False, False, "fork", work=work) as runner:
+    with runner_config(agent, TIMEOUT_S, False, False, "fork", work=work) as runner:
         yield Matrix(MatrixConfig(scenarios=scenarios, runner=runner, jobs=2))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from crashmatrix.harness.cli.run import _runner_config
+from crashmatrix.harness.cli.matrix_setup import runner_config
 from crashmatrix.harness.execution.hunt import hunt_all
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.mutants.catalogue import CATALOGUE, MutantName
@@ -37,7 +37,7 @@ KILLED = {
 
 @contextlib.contextmanager
 def matrix(agent: str, work: Path) -> Iterator[Matrix]:
-    with _runner_config(agent, 30.0, False, False, "fork", work=work) as runner:
+    with runner_config(agent, 30.0, False, False, "fork", work=work) as runner:
         yield Matrix(MatrixConfig(scenarios=list(BUILTINS.values()), runner=runner, jobs=1))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crashmatrix.harness.cli.run import _runner_config
+from crashmatrix.harness.cli.matrix_setup import runner_config
 from crashmatrix.harness.execution.runner import CaseRunner
 from crashmatrix.harness.records.case import Case
 from crashmatrix.scenarios import load_builtin
@@ -14,7 +14,7 @@ SCENARIO = load_builtin()["policy-loosened"]  # append_note: never at first, saf
 
 
 def _incarnations(case_id: str) -> list[tuple[str, str]]:
-    with _runner_config("durable-agent", 30.0, False, False, "fresh") as cfg:
+    with runner_config("durable-agent", 30.0, False, False, "fresh") as cfg:
         obs = CaseRunner(cfg).run(Case.parse(case_id), SCENARIO)
     return [(i.command, i.policies["append_note"]) for i in obs.incarnations]
 

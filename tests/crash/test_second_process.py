@@ -16,7 +16,7 @@ import pytest
 
 from crashmatrix.harness.adapters.durable import DurableAgentAdapter
 from crashmatrix.harness.adapters.interface import PythonEntry
-from crashmatrix.harness.cli.run import _runner_config
+from crashmatrix.harness.cli.matrix_setup import runner_config
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.incarnation import Incarnation, kill_all
 from crashmatrix.harness.execution.runner import CaseRunner
@@ -80,7 +80,7 @@ class Waits(DurableAgentAdapter):
 
 def _run(case_id: str, agent: str | Waits = "durable-agent", spawn: str = "fork",
          timeout: float = 30.0, work: Path | None = None) -> Observation:
-    with _runner_config(agent, timeout, False, False, spawn, work=work) as cfg:
+    with runner_config(agent, timeout, False, False, spawn, work=work) as cfg:
         return CaseRunner(cfg).run(Case.parse(case_id), SCENARIO)
 
 

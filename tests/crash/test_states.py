@@ -146,7 +146,7 @@ def test_an_agent_that_does_not_declare_its_state_in_tree_is_refused(tmp_path: P
 
 def test_a_run_with_a_second_process_is_no_state_for_its_children() -> None:
     """Its intruder is part of what a child is judged on (one-writer): the child runs as a kill."""
-    from crashmatrix.harness.cli.run import _runner_config  # noqa: PLC0415 - the CLI's own setup
+    from crashmatrix.harness.cli.matrix_setup import runner_config  # noqa: PLC0415 - the CLI's own setup
     from crashmatrix.harness.execution.crash_states import CrashStates  # noqa: PLC0415
     from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
     from crashmatrix.harness.records.case import Case  # noqa: PLC0415
@@ -156,7 +156,7 @@ def test_a_run_with_a_second_process_is_no_state_for_its_children() -> None:
     parent = Case.parse("changelog-fast/14:effect.before:append_note/second")
     child = Case.parse("changelog-fast/14:effect.before:append_note/second+01:recovery.branch:"
                        "nothing.no_open_run/kill")
-    with _runner_config("durable-agent", 60.0, False, False) as cfg:
+    with runner_config("durable-agent", 60.0, False, False) as cfg:
         states = CrashStates(CaseRunner(cfg), cfg.work_root)
         obs = states.record(parent, scenario, may_extend=True)
         assert obs.intrusions, "the parent ran a second process"
@@ -165,12 +165,12 @@ def test_a_run_with_a_second_process_is_no_state_for_its_children() -> None:
 
 def test_the_memory_bench_runs_until_its_target_and_leaves_no_snapshot_behind() -> None:
     from crashmatrix.harness.cli.bench_memory import measure_memory  # noqa: PLC0415
-    from crashmatrix.harness.cli.run import _runner_config  # noqa: PLC0415 - the CLI's own setup
+    from crashmatrix.harness.cli.matrix_setup import runner_config  # noqa: PLC0415 - the CLI's own setup
     from crashmatrix.scenarios import load_builtin  # noqa: PLC0415
 
     # Capped at depth 1 by its [matrix] max_depth: a small matrix, so the target takes two runs.
     scenario = load_builtin()["policy-loosened"]
-    with _runner_config("durable-agent", 60.0, False, False) as cfg:
+    with runner_config("durable-agent", 60.0, False, False) as cfg:
         one = measure_memory([scenario], cfg, jobs=2, target=1, sample_every=10)
         figures = measure_memory([scenario], cfg, jobs=2, target=one.cases + 1, sample_every=10)
     assert figures.runs == 2
@@ -188,7 +188,7 @@ def _requests_by_case(names: tuple[str, ...], depth: int, states: bool) -> dict[
     masked) and where each incarnation's requests start, from an in-process matrix."""
     import re  # noqa: PLC0415
 
-    from crashmatrix.harness.cli.run import _adapter, _runner_config, _scenarios  # noqa: PLC0415
+    from crashmatrix.harness.cli.matrix_setup import adapter_named, runner_config, scenarios_named  # noqa: PLC0415
     from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig  # noqa: PLC0415
     from crashmatrix.harness.records.observation import Observation  # noqa: PLC0415
     from crashmatrix.harness.records.results import CaseResult  # noqa: PLC0415
@@ -196,8 +196,8 @@ def _requests_by_case(names: tuple[str, ...], depth: int, states: bool) -> dict[
 
     seen: dict[str, Any] = {}
     dir_name = re.compile(r"[a-z0-9_-]+-[0-9a-f]{12}")
-    with _runner_config("durable-agent", 60.0, False, False, resolved=_adapter("durable-agent")) as cfg:
-        matrix = Matrix(MatrixConfig(scenarios=_scenarios(names, ()), runner=cfg, depth=depth, jobs=2,
+    with runner_config("durable-agent", 60.0, False, False, resolved=adapter_named("durable-agent")) as cfg:
+        matrix = Matrix(MatrixConfig(scenarios=scenarios_named(names, ()), runner=cfg, depth=depth, jobs=2,
                                      states=states))
         evaluate = matrix._evaluate
 

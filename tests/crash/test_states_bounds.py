@@ -30,13 +30,13 @@ def scenario_dir(root: Path, name: str, what: str, command: str) -> Path:
 def matrix_run(names: tuple[str, ...], dirs: tuple[str, ...], states: bool,
                limits: Limits | None = None) -> tuple[dict[str, dict[str, Any]], Tally | None]:
     """Every case's essentials from an in-process matrix, and its states' tally."""
-    from crashmatrix.harness.cli.run import _adapter, _runner_config, _scenarios  # noqa: PLC0415
+    from crashmatrix.harness.cli.matrix_setup import adapter_named, runner_config, scenarios_named  # noqa: PLC0415
     from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig  # noqa: PLC0415
 
     rows: dict[str, dict[str, Any]] = {}
-    with _runner_config("durable-agent", 60.0, False, False, resolved=_adapter("durable-agent")) as cfg:
-        matrix = Matrix(MatrixConfig(scenarios=_scenarios(names, dirs), runner=cfg, jobs=2, states=states,
-                                     scenario_dirs=list(dirs)))
+    with runner_config("durable-agent", 60.0, False, False, resolved=adapter_named("durable-agent")) as cfg:
+        matrix = Matrix(MatrixConfig(scenarios=scenarios_named(names, dirs), runner=cfg, jobs=2,
+                                     states=states, scenario_dirs=list(dirs)))
         if limits is not None:
             assert matrix.states is not None
             matrix.states = CrashStates(matrix.runner, cfg.work_root, 2, limits)

@@ -21,7 +21,7 @@ NODES = ("rm -f fifo sock; mkfifo fifo; ln -s / rootlink; python3 -c "
 
 def observed(tmp_path: Path, states: bool, audit: float = 0.0) -> dict[str, Any]:
     """Every case's verdict, note and final workspace, from an in-process matrix."""
-    from crashmatrix.harness.cli.run import _adapter, _runner_config, _scenarios  # noqa: PLC0415
+    from crashmatrix.harness.cli.matrix_setup import adapter_named, runner_config, scenarios_named  # noqa: PLC0415
     from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig  # noqa: PLC0415
     from crashmatrix.harness.records.observation import Observation  # noqa: PLC0415
     from crashmatrix.harness.records.results import CaseResult  # noqa: PLC0415
@@ -29,8 +29,8 @@ def observed(tmp_path: Path, states: bool, audit: float = 0.0) -> dict[str, Any]
 
     dirs = (str(scenario_dir(tmp_path / "s", "nodes", "a FIFO and a socket", NODES)),)
     seen: dict[str, Any] = {}
-    with _runner_config("durable-agent", 60.0, False, False, resolved=_adapter("durable-agent")) as cfg:
-        matrix = Matrix(MatrixConfig(scenarios=_scenarios(("nodes",), dirs), runner=cfg, jobs=2,
+    with runner_config("durable-agent", 60.0, False, False, resolved=adapter_named("durable-agent")) as cfg:
+        matrix = Matrix(MatrixConfig(scenarios=scenarios_named(("nodes",), dirs), runner=cfg, jobs=2,
                                      states=states, audit_states=audit, scenario_dirs=list(dirs)))
         evaluate = matrix._evaluate
         workspaces: dict[str, dict[str, str]] = {}
