@@ -126,4 +126,3 @@ def parse_shard(text: str) -> tuple[int, int]:
     if n < 1 or not 1 <= k <= n:
         raise ValueError(f"--shard {text!r}: K must be between 1 and N (N >= 1)")
     return k, n
-
