@@ -35,7 +35,7 @@ def check_continuation(obs: Observation, scenario: Scenario) -> list[Violation]:
         body = _body(r.messages)
         # Without the store there is no committed history to compare with; what a request carries
         # on its own (the task once, no invented user message) is still judged.
-        pos = _first_difference([model_view(m) for m in body], seen) if obs.store_read else None
+        pos = _first_difference(body, wire, seen) if obs.store_read else None
         if pos is not None:
             diverged.append((r.index, pos, _at(body, pos), _at(wire, pos)))
         users = [(k, m) for k, m in enumerate(body) if isinstance(m, dict) and m.get("role") == Role.USER]
@@ -140,9 +140,15 @@ def _arguments(raw: Any) -> Any:
         return ("text", raw)
 
 
-def _first_difference(body: list[Any], committed: list[Any]) -> int | None:
+def _first_difference(body: list[Any], wire: list[Any], seen: list[Any]) -> int | None:
+    """The first message of `body` the model reads differently from the committed history
+    (`wire`, and `seen`, its model views). A message equal to the committed one as sent is read
+    alike: its view is only worked out where the two differ (most of a request is history sent
+    as stored, and the views were most of this check's cost)."""
     for k, m in enumerate(body):
-        if k >= len(committed) or m != committed[k]:
+        if k >= len(seen):
+            return k
+        if m != wire[k] and model_view(m) != seen[k]:
             return k
     return None
 
