@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from crashmatrix.agent import records as R
 from crashmatrix.agent.records import Outcome
 from crashmatrix.agent.recovery import RecoveryBranch as B
@@ -252,6 +254,35 @@ def test_a_tool_begun_after_the_poll_that_found_the_cancel() -> None:
     assert "tool bash began at inc2#" in v.message
     assert "after the inbox poll at inc2#" in v.message
     assert v.evidence["cancel_id"] == "cancel-1"
+
+
+@pytest.mark.parametrize("began", [False, True])
+def test_a_tool_killed_at_its_effect_before_never_began_after_the_cancel(began: bool) -> None:
+    """The poll that could see the cancel is followed by a tool's effect.before. Killed there, the
+    tool never ran: no violation (the recovery closes the run cancelled). Past it, the tool ran
+    with the cancel in sight: a violation."""
+    b = ObservationBuilder()
+    first, _, result_id = crashed_at_append(b)
+    run_id = recover_unknown(b, first, result_id)
+    b.turn(run_id, READ)
+    b.deliver("cancel", "cancel-1")
+    b.poll(items=1)
+    assistant_id = b.reply(run_id, BASH)
+    b.started(run_id, assistant_id, BASH)
+    b.effect(BASH, upto=K.EFFECT_AFTER if began else K.EFFECT_BEFORE)
+    b.kill()
+    b.incarnation()
+    finished = R.run_finished(run_id, Outcome.CANCELLED, "cancel requested")
+    finished["cancel_id"] = "cancel-1"
+    b.commit([finished])
+    b.exit(0)
+    b.settle()
+    found = [v for v in check(b.build(), expecting(Expected.CANCELLED)) if v.invariant is Id.QUEUED_INPUT]
+    if began:
+        (v,) = found
+        assert "tool bash began at inc2#" in v.message
+    else:
+        assert found == []
 
 
 # -- retry-intent ----------------------------------------------------------------------------
