@@ -7,6 +7,7 @@ a fake provider private to its worker process.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -75,6 +76,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="start crash cases from crash states recorded at collection, one recovery "
                          "per distinct state (as `crashmatrix run --states`; for an agent that "
                          "declares state-in-tree)")
+    group.addoption("--crashmatrix-arrivals", action="store_true",
+                    help="also deliver each scenario input and cancel at every kind of point its "
+                         "run passes, each point a scenario of its own (as `crashmatrix run "
+                         "--arrivals`)")
+    parser.addini("crashmatrix_arrivals", "arrival-timing variants too (as --crashmatrix-arrivals)",
+                  type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -389,6 +396,10 @@ class MatrixCollector(pytest.Collector):
                 yield item
 
 
+def _say_arrivals(line: str) -> None:
+    sys.stderr.write(f"crashmatrix: --arrivals: {line}\n")
+
+
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config,
                                   items: list[pytest.Item]) -> None:
     if not config.getoption("crashmatrix"):
@@ -410,6 +421,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         raise pytest.UsageError(f"crashmatrix: {exc}") from None
     if problems:
         raise pytest.UsageError("crashmatrix: " + "; ".join(problems))
+    if config.getoption("crashmatrix_arrivals") or config.getini("crashmatrix_arrivals"):
+        from crashmatrix.harness.execution.arrivals import with_arrivals  # noqa: PLC0415
+
+        scenarios = with_arrivals(scenarios, _host(config).runner_config, note=_say_arrivals)
     collector = MatrixCollector.from_parent(session, name="crashmatrix", nodeid="crashmatrix",
                                             scenarios=scenarios)
     items.extend(collector.collect())

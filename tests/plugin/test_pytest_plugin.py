@@ -263,3 +263,28 @@ def test_depth_runs_the_cases_that_crash_each_recovery_inside_its_single_crash_t
     bad = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-depth", "0")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--crashmatrix-depth: '0' is not a whole number of crashes, 1 or more*"])
+
+
+@pytest.mark.parametrize("agent", ["durable-agent", "mutant:cancel-after-first-reply"])
+def test_the_arrivals_option_collects_each_variant_and_its_crash_free_case_judges_it(
+        pytester: pytest.Pytester, agent: str) -> None:
+    base = ["--crashmatrix", "--crashmatrix-scenario", "cancel", "--crashmatrix-agent", agent,
+            "-p", "no:cacheprovider"]
+    collected = pytester.runpytest_subprocess(*base, "--crashmatrix-arrivals", "--collect-only", "-q")
+    ids = [line for line in collected.stdout.lines if "::" in line]
+    variants = {i.split("::", 1)[1].split("/")[0] for i in ids} - {"cancel"}
+    assert len(variants) > 5, collected.stdout.str()
+    assert all(v.startswith("cancel~user-cancel@") for v in variants)
+    plain = pytester.runpytest_subprocess(*base, "--collect-only", "-q")
+    assert not any("~" in line for line in plain.stdout.lines)
+    # The crash-free case of each variant (and of the scenario as written): the mutant fails only
+    # where the cancel is already waiting when its run starts.
+    run = pytester.runpytest_subprocess(*base, "--crashmatrix-arrivals", "-k", "none", "-rA")
+    outcomes = _outcomes(run)
+    assert len(outcomes) == len(variants) + 1, run.stdout.str()
+    failed = {case for case, outcome in outcomes.items() if outcome == "FAILED"}
+    if agent == "durable-agent":
+        assert failed == set(), run.stdout.str()
+    else:
+        assert "cancel~user-cancel@commit.after:run_started.prompt,message.user/none" in failed
+        assert "cancel/none" not in failed
