@@ -281,8 +281,9 @@ class Settled:
         self.reused = 0  # settle runs not made: a kept one stood in
 
     def keep(self, state_key: str, record: IncarnationRecord) -> None:
-        if record.timed_out or record.nondeterministic or record.runaway is not None:
-            return  # only a settle that ended, as an agent ends
+        if (record.timed_out or record.nondeterministic or record.runaway is not None
+                or record.protocol_error is not None):
+            return  # only a settle that ended, as an agent ends (its protocol kept, too)
         with self._lock:
             self._done.setdefault(state_key, record)
 

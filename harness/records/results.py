@@ -114,8 +114,13 @@ class CaseResult:
 def _line(result: CaseResult) -> str:
     # msgspec encodes the dataclass as it is, keys sorted, text as UTF-8: the same object as
     # json.dumps(to_json(), sort_keys=True) gives, compact, at a fifth of the cost (writing
-    # results was a tenth of the harness's own time in a deep --states matrix).
-    return _ENCODER.encode(result).decode("utf-8") + "\n"
+    # results was a tenth of the harness's own time in a deep --states matrix); a NaN becomes
+    # null, which is JSON (json.dumps wrote NaN, which is not). It refuses a mapping whose keys
+    # are not text: such a result is written the old way.
+    try:
+        return _ENCODER.encode(result).decode("utf-8") + "\n"
+    except TypeError:
+        return json.dumps(result.to_json(), ensure_ascii=False, sort_keys=True) + "\n"
 
 
 _ENCODER = msgspec.json.Encoder(order="sorted")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.violation import InvariantId, Violation, short
 from crashmatrix.scenarios.model import Role, Scenario
@@ -142,15 +144,29 @@ def _arguments(raw: Any) -> Any:
 
 def _first_difference(body: list[Any], wire: list[Any], seen: list[Any]) -> int | None:
     """The first message of `body` the model reads differently from the committed history
-    (`wire`, and `seen`, its model views). A message equal to the committed one as sent is read
-    alike: its view is only worked out where the two differ (most of a request is history sent
-    as stored, and the views were most of this check's cost)."""
+    (`wire`, and `seen`, its model views). A message identical to the committed one as sent is
+    read alike: its view is only worked out where the two differ (most of a request is history
+    sent as stored, and the views were most of this check's cost)."""
     for k, m in enumerate(body):
         if k >= len(seen):
             return k
-        if m != wire[k] and model_view(m) != seen[k]:
+        if not _identical(m, wire[k]) and model_view(m) != seen[k]:
             return k
     return None
+
+
+_ENCODE = msgspec.json.Encoder(order="sorted").encode
+
+
+def _identical(a: Any, b: Any) -> bool:
+    """Equal, and equal as JSON: Python's == takes True, 1 and 1.0 for one another, which the
+    model's view tells apart. Anything msgspec cannot write is left to the view."""
+    if a != b:
+        return False
+    try:
+        return _ENCODE(a) == _ENCODE(b)
+    except TypeError:
+        return False
 
 
 def _at(items: list[Any], k: int) -> Any:

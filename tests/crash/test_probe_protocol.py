@@ -35,6 +35,7 @@ def launched(tmp_path: Path, *lines: bytes | int) -> Incarnation:
 @pytest.mark.parametrize(("line", "says"), [
     (b"not json\n", "is not UTF-8 JSON"),
     (b"\xff\xfe{}\n", "is not UTF-8 JSON"),
+    (b'{"kind": "a\xc3(", "label": "x"}\n', "is not UTF-8 JSON"),  # bad UTF-8 inside a string
     (b'["kind", "label"]\n', "not an object with a string kind and label"),
     (b'{"label": "x"}\n', "not an object with a string kind and label"),
     (b'{"kind": 3, "label": "x"}\n', "not an object with a string kind and label"),
