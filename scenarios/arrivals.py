@@ -138,5 +138,11 @@ def after_arrival(scenario: str, first_incarnation: list[str]) -> int | None:
     arrival = parse(scenario)
     if arrival is None:
         return 0
-    return next((n for n, point in enumerate(first_incarnation, 1)
-                 if arrival.at.matches(*point.partition(":")[::2])), None)
+    return first_at(((kind, label) for kind, _, label in (p.partition(":") for p in first_incarnation)),
+                    arrival.at)
+
+
+def first_at(events: Iterable[tuple[str, str]], at: Boundary) -> int | None:
+    """The number (from 1) of the first event (`kind`, `label`) `at` matches: where the harness
+    delivers an item whose boundary is `at`. None: no event matches."""
+    return next((n for n, (kind, label) in enumerate(events, 1) if at.matches(kind, label)), None)

@@ -12,9 +12,10 @@ from pathlib import Path
 import click
 
 from crashmatrix.harness.cli.exitcodes import Exit, fail
+from crashmatrix.harness.cli.out_claim import DEFAULT_OUT, claim_out
 from crashmatrix.harness.cli.out_lock import lock_out
 from crashmatrix.harness.cli.report import load_results, say_completeness
-from crashmatrix.harness.cli.run import DEFAULT_OUT, _claim_out, _shown
+from crashmatrix.harness.cli.run import _shown
 from crashmatrix.harness.cli.verdict_exit import baseline_of, refuse_uncrashed, verdict_against
 from crashmatrix.harness.enumeration import parse_shard
 from crashmatrix.harness.records.results import (
@@ -158,7 +159,7 @@ def merge_(inputs: tuple[str, ...], out: str, as_json: bool, overwrite: bool,
     """Combine the results of the shards of one matrix into one results.jsonl and run.json."""
     known = baseline_of(baseline_file)
     out_dir = Path(out)
-    _claim_out(out_dir, overwrite)
+    claim_out(out_dir, overwrite)
     shards = _merge_inputs(inputs)
     _check_one_matrix(shards)
     try:

@@ -33,6 +33,7 @@ from crashmatrix.harness.cli.matrix_setup import (
     runner_config,
     scenarios_named,
 )
+from crashmatrix.harness.cli.out_claim import DEFAULT_OUT, claim_out
 from crashmatrix.harness.cli.out_lock import lock_out
 from crashmatrix.harness.cli.portable import found_from_here, portable_paths, run_dir
 from crashmatrix.harness.cli.progress import Progress
@@ -104,36 +105,10 @@ from crashmatrix.reports.facts import run_facts
 from crashmatrix.reports.header import header
 from crashmatrix.reports.terminal import render as render_summary
 from crashmatrix.reports.timeline import render as render_timeline
-from crashmatrix.reports.write import ReportFile, write_reports
+from crashmatrix.reports.write import write_reports
 from crashmatrix.scenarios import ScenarioError
 from crashmatrix.scenarios.arrivals import parse as arrival_of
 from crashmatrix.scenarios.model import Scenario
-
-DEFAULT_OUT = "crashmatrix-out"
-
-
-# What crashmatrix writes into --out; other files there are never touched.
-OUR_FILES = (RESULTS_FILE, RUN_FILE, *(f.value for f in ReportFile), "coverage", "coverage-data",
-             "cases")
-
-
-def _claim_out(out_dir: Path, overwrite: bool) -> None:
-    """Refuse an --out whose result files some other program (or person) wrote: only a directory
-    holding a run.json of ours, or none of our file names, is ours to write into."""
-    present = [name for name in OUR_FILES if (out_dir / name).exists()] if out_dir.is_dir() else []
-    if overwrite or not present or _is_our_run_file(out_dir / RUN_FILE):
-        return
-    fail(f"--out {out_dir}: it already holds {', '.join(present)}, and no run.json says crashmatrix "
-         "wrote them; choose another --out, or pass --overwrite to replace them")
-
-
-def _is_our_run_file(path: Path) -> bool:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and {"agent", "declared_branches"} <= set(data)
-
 
 common_scenarios = [
     click.option("--scenario", "names", multiple=True, metavar="NAME",
@@ -421,7 +396,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                          faults=selected, cases=tuple(sorted(set(only_cases))) or None,
                          line_coverage_source=coverage_sources or None, arrivals=arrivals)
     if not resume:
-        _claim_out(out_dir, overwrite)  # only reads: a directory refused gets no lock file
+        claim_out(out_dir, overwrite)  # only reads: a directory refused gets no lock file
     lock_out(out_dir)  # before anything in --out is written (or, resuming, read)
     if resume:
         previous, saved = _saved_results(out_dir, options)

@@ -19,7 +19,7 @@ import msgspec
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.records.case import Case
 from crashmatrix.scenarios import arrivals
-from crashmatrix.scenarios.model import Boundary, Scenario
+from crashmatrix.scenarios.model import Scenario
 
 
 def with_arrivals(scenarios: list[Scenario], config: RunnerConfig, jobs: int = 1,
@@ -38,12 +38,13 @@ def with_arrivals(scenarios: list[Scenario], config: RunnerConfig, jobs: int = 1
         events = [(e.kind, e.label) for e in (obs.incarnations[0].events if obs.incarnations else [])]
         found = arrivals.points(events)
         # The point the scenario itself names (by its first event) is the scenario: no variant.
-        mine = _first(events, arrivals.at_of(scenario, item))
+        mine = arrivals.first_at(events, arrivals.at_of(scenario, item))
         if not found:
             why = ("its agent reported no inbox.poll event" if events
                    else "the run reported no event at all")
             note(f"{scenario.name}: {item}: no arrival variants: in the run without it {why}")
-        return [arrivals.Arrival(scenario.name, item, at) for at in found if _first(events, at) != mine]
+        return [arrivals.Arrival(scenario.name, item, at) for at in found
+                if arrivals.first_at(events, at) != mine]
 
     with ThreadPoolExecutor(max(1, jobs)) as pool:
         # Keyed by name: a scenario holds mappings, so it is no dictionary key.
@@ -57,6 +58,3 @@ def with_arrivals(scenarios: list[Scenario], config: RunnerConfig, jobs: int = 1
                 out.setdefault(a.name, arrivals.variant(scenario, a))
     return list(out.values())
 
-
-def _first(events: list[tuple[str, str]], at: Boundary) -> int | None:
-    return next((k for k, (kind, label) in enumerate(events) if at.matches(kind, label)), None)

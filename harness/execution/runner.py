@@ -235,11 +235,12 @@ class CaseRunner:
                 record_calls = not probes and case.depth == 0 and index == 1
                 snap = capture if capture is not None and capture.incarnation == index else None
                 final_key = None
-                # The case's URL on the fakes holds random bits of its own (issue 33, S4): in the
-                # key it stands as the directory's name, which the key masks, so two cases that
-                # end in the same state share a settle run again.
-                settle_args = [a.replace(case_key, case_dir.name) for a in args]
+                settle_args: list[str] = []
                 if record.settle and settled is not None:
+                    # The case's URL on the fakes holds random bits of its own (issue 33, S4): in
+                    # the key it stands as the directory's name, which the key masks, so two cases
+                    # that end in the same state share a settle run.
+                    settle_args = [a.replace(case_key, case_dir.name) for a in args]
                     # The same final state settled before: its settle run is this one's.
                     final_key = settle_key(case_dir, cfg.provider.state(case_key), scenario.name,
                                            "settle", settle_args)

@@ -28,7 +28,7 @@ def check_continuation(obs: Observation, scenario: Scenario) -> list[Violation]:
     # Requests happen at different points of the history, so each must be a prefix of the final
     # store's wire form; any divergence is history the agent invented, dropped or reordered.
     wire = [m.wire() for m in obs.transcript.messages]
-    seen = [model_view(m) for m in wire]
+    committed = [_Committed(m) for m in wire]
     allowed = {scenario.task} | {d.text for d in obs.deliveries if d.kind == "input"}
     diverged: list[tuple[int, int, Any, Any]] = []
     task_counts: list[tuple[int, int]] = []
@@ -37,7 +37,7 @@ def check_continuation(obs: Observation, scenario: Scenario) -> list[Violation]:
         body = _body(r.messages)
         # Without the store there is no committed history to compare with; what a request carries
         # on its own (the task once, no invented user message) is still judged.
-        pos = _first_difference(body, wire, seen) if obs.store_read else None
+        pos = _first_difference(body, committed) if obs.store_read else None
         if pos is not None:
             diverged.append((r.index, pos, _at(body, pos), _at(wire, pos)))
         users = [(k, m) for k, m in enumerate(body) if isinstance(m, dict) and m.get("role") == Role.USER]
@@ -142,15 +142,15 @@ def _arguments(raw: Any) -> Any:
         return ("text", raw)
 
 
-def _first_difference(body: list[Any], wire: list[Any], seen: list[Any]) -> int | None:
-    """The first message of `body` the model reads differently from the committed history
-    (`wire`, and `seen`, its model views). A message identical to the committed one as sent is
-    read alike: its view is only worked out where the two differ (most of a request is history
-    sent as stored, and the views were most of this check's cost)."""
+def _first_difference(body: list[Any], committed: list[_Committed]) -> int | None:
+    """The first message of `body` the model reads differently from the committed history. A
+    message identical to the committed one as sent is read alike: its view is only worked out
+    where the two differ (most of a request is history sent as stored, and the views were most of
+    this check's cost)."""
     for k, m in enumerate(body):
-        if k >= len(seen):
+        if k >= len(committed):
             return k
-        if not _identical(m, wire[k]) and model_view(m) != seen[k]:
+        if not committed[k].identical(m) and model_view(m) != committed[k].view:
             return k
     return None
 
@@ -158,15 +158,28 @@ def _first_difference(body: list[Any], wire: list[Any], seen: list[Any]) -> int 
 _ENCODE = msgspec.json.Encoder(order="sorted").encode
 
 
-def _identical(a: Any, b: Any) -> bool:
-    """Equal, and equal as JSON: Python's == takes True, 1 and 1.0 for one another, which the
-    model's view tells apart. Anything msgspec cannot write is left to the view."""
-    if a != b:
-        return False
+class _Committed:
+    """One committed message as sent, worked out once per case for every request compared with
+    it: its model view, and its JSON (None: msgspec cannot write it, so only the view decides)."""
+
+    __slots__ = ("json", "message", "view")
+
+    def __init__(self, message: Any) -> None:
+        self.message = message
+        self.view = model_view(message)
+        self.json = _json(message)
+
+    def identical(self, m: Any) -> bool:
+        """Equal, and equal as JSON: Python's == takes True, 1 and 1.0 for one another, which the
+        model's view tells apart."""
+        return self.json is not None and m == self.message and _json(m) == self.json
+
+
+def _json(m: Any) -> bytes | None:
     try:
-        return _ENCODE(a) == _ENCODE(b)
+        return _ENCODE(m)
     except TypeError:
-        return False
+        return None
 
 
 def _at(items: list[Any], k: int) -> Any:

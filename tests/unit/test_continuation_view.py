@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from crashmatrix.harness.verify.continuation import _first_difference, model_view
+from crashmatrix.harness.verify.continuation import _Committed, _first_difference
 
 
 @pytest.mark.parametrize(("sent", "committed"), [(True, 1), (1.0, 1), (1, True)])
@@ -16,5 +16,5 @@ def test_values_python_takes_as_equal_are_read_apart(sent: object, committed: ob
 
     wire = [message(committed)]
     assert message(sent) == wire[0]  # the quirk the shortcut must not fall for
-    assert _first_difference([message(sent)], wire, [model_view(m) for m in wire]) == 0
-    assert _first_difference([message(committed)], wire, [model_view(m) for m in wire]) is None
+    assert _first_difference([message(sent)], [_Committed(m) for m in wire]) == 0
+    assert _first_difference([message(committed)], [_Committed(m) for m in wire]) is None

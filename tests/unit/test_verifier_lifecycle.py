@@ -231,23 +231,34 @@ def test_ignored_cancel() -> None:
     assert "run run-4 ended completed" in v.message
 
 
-def test_a_tool_begun_after_the_poll_that_found_the_cancel() -> None:
-    """The run closes cancelled, but only after a tool it began once its poll had found the
-    cancel (as the mutant cancel-after-first-reply does)."""
-    b = ObservationBuilder()
+def cancel_seen(b: ObservationBuilder) -> tuple[str, str]:
+    """A cancel lands, the next poll can see it, and the model is asked for the bash call
+    anyway. Returns (run id, assistant id)."""
     first, _, result_id = crashed_at_append(b)
     run_id = recover_unknown(b, first, result_id)
     b.turn(run_id, READ)
     b.deliver("cancel", "cancel-1")
     b.poll(items=1)
-    assistant_id = b.reply(run_id, BASH)
-    b.call(run_id, assistant_id, BASH)
-    b.poll(items=1)
+    return run_id, b.reply(run_id, BASH)
+
+
+def close_cancelled(b: ObservationBuilder, run_id: str) -> None:
+    """The run closed cancelled for cancel-1, the incarnation ends and the settle finds nothing."""
     finished = R.run_finished(run_id, Outcome.CANCELLED, "cancel requested")
     finished["cancel_id"] = "cancel-1"
     b.commit([finished])
     b.exit(0)
     b.settle()
+
+
+def test_a_tool_begun_after_the_poll_that_found_the_cancel() -> None:
+    """The run closes cancelled, but only after a tool it began once its poll had found the
+    cancel (as the mutant cancel-after-first-reply does)."""
+    b = ObservationBuilder()
+    run_id, assistant_id = cancel_seen(b)
+    b.call(run_id, assistant_id, BASH)
+    b.poll(items=1)
+    close_cancelled(b, run_id)
     violations = check(b.build(), expecting(Expected.CANCELLED))
     assert ids(violations) == {Id.QUEUED_INPUT}
     (v,) = violations
@@ -262,21 +273,12 @@ def test_a_tool_killed_at_its_effect_before_never_began_after_the_cancel(began: 
     tool never ran: no violation (the recovery closes the run cancelled). Past it, the tool ran
     with the cancel in sight: a violation."""
     b = ObservationBuilder()
-    first, _, result_id = crashed_at_append(b)
-    run_id = recover_unknown(b, first, result_id)
-    b.turn(run_id, READ)
-    b.deliver("cancel", "cancel-1")
-    b.poll(items=1)
-    assistant_id = b.reply(run_id, BASH)
+    run_id, assistant_id = cancel_seen(b)
     b.started(run_id, assistant_id, BASH)
     b.effect(BASH, upto=K.EFFECT_AFTER if began else K.EFFECT_BEFORE)
     b.kill()
     b.incarnation()
-    finished = R.run_finished(run_id, Outcome.CANCELLED, "cancel requested")
-    finished["cancel_id"] = "cancel-1"
-    b.commit([finished])
-    b.exit(0)
-    b.settle()
+    close_cancelled(b, run_id)
     found = [v for v in check(b.build(), expecting(Expected.CANCELLED)) if v.invariant is Id.QUEUED_INPUT]
     if began:
         (v,) = found
