@@ -28,6 +28,11 @@ def requests_of(result: CaseResult, index: int) -> list[str]:
     return result.downstream[index] if len(result.downstream) > index else []
 
 
+def calls_of(result: CaseResult, index: int) -> list[str]:
+    """The system-call points incarnation `index` (0-based) of a result listed (`--syscalls`)."""
+    return result.syscall_points[index] if len(result.syscall_points) > index else []
+
+
 def downstream_steps(requests: Sequence[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
     """At every downstream request of an incarnation (`kind:service`, numbered from 1), each
     fault that acts at downstream requests and is enumerated at that kind of request."""
@@ -45,22 +50,34 @@ def injected_steps(points: list[str], faults: Sequence[FaultKind]) -> list[Crash
     return [step for f in faults if (inject := injecting(f)) is not None for step in inject.steps(points)]
 
 
+def syscall_steps(store_calls: Sequence[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
+    """`--syscalls`: at each store call of a traced incarnation that is a crash point (not one a
+    probe event's kill stands for: `blackbox.store_points`), each fault that acts at store calls;
+    the step counts that syscall's calls on that file, as a black-box step does, probes on."""
+    at_calls = [f for f in faults if at_store_calls_of(f)]
+    return [CrashStep(n, syscall, file, f.name, syscall=True)
+            for point, n in crash_points(store_calls)
+            for syscall, _, file in [point.partition(":")] for f in at_calls]
+
+
 def single_crash_cases(scenario: str, first_incarnation: list[str],
-                       faults: Sequence[FaultKind], requests: Sequence[str] = ()) -> list[Case]:
+                       faults: Sequence[FaultKind], requests: Sequence[str] = (),
+                       store_calls: Sequence[str] = ()) -> list[Case]:
     """A case at every crash point of the recording, then one per injected call (those count the
     first incarnation's calls, so they are never steps of a deeper schedule: `extensions`), then
-    one per fault at each of its downstream `requests` (`kind:service`)."""
+    one per fault at each of its downstream `requests` (`kind:service`), then (`--syscalls`) one
+    per fault at each of its system-call points (`store_calls`, a traced first incarnation's)."""
     arrived = after_arrival(scenario, first_incarnation)
     if arrived is None:
         return []
     if arrived:
         # An arrival variant: crash points from its item's arrival on (scenarios/arrivals.py).
-        # Injected calls and downstream requests are counted apart from events, so no such step
-        # can be placed after the arrival: they are the scenario's own cases, not the variant's.
+        # Injected calls, downstream requests and system calls are counted apart from events, so
+        # no such step can be placed after the arrival: they are the scenario's own cases.
         return [Case(scenario, (step,)) for step in steps_from_trace(first_incarnation, faults)
                 if step.n >= arrived]
     steps = (steps_from_trace(first_incarnation, faults) + injected_steps(first_incarnation, faults)
-             + downstream_steps(requests, faults))
+             + downstream_steps(requests, faults) + syscall_steps(store_calls, faults))
     return [Case(scenario, (step,)) for step in steps]
 
 
@@ -79,9 +96,10 @@ def blackbox_cases(scenario: str, store_calls: list[str], faults: Sequence[Fault
 
 
 def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind],
-               requests: Sequence[Sequence[str]] = ()) -> list[Case]:
-    """Cases that crash once more, at every event (and downstream request: `requests`, per
-    incarnation) of the incarnation that finished `case`.
+               requests: Sequence[Sequence[str]] = (),
+               store_calls: Sequence[Sequence[str]] = ()) -> list[Case]:
+    """Cases that crash once more, at every event (and downstream request: `requests`, and
+    system-call point: `store_calls`, per incarnation) of the incarnation that finished `case`.
 
     Incarnation depth+1 (index `case.depth` in the trace) is the recovery that completed the
     work; its events are exactly the points a further crash can hit.
@@ -91,6 +109,8 @@ def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind],
     steps = steps_from_trace(trace[case.depth], faults)
     if len(requests) > case.depth:
         steps += downstream_steps(requests[case.depth], faults)
+    if len(store_calls) > case.depth:
+        steps += syscall_steps(store_calls[case.depth], faults)
     return [case.extend(step) for step in steps]
 
 

@@ -118,6 +118,8 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         trace=[[e.point for e in inc.events] for inc in obs.incarnations],
         crashed_at=[inc.crashed_at for inc in obs.incarnations],
         store_calls=[inc.store_calls for inc in obs.incarnations] if not obs.probes else [],
+        syscall_points=([inc.store_calls for inc in obs.incarnations]
+                        if obs.probes and any(inc.store_calls for inc in obs.incarnations) else []),
         downstream=[obs.requests_of(inc.index) for inc in obs.incarnations] if obs.downstream else [],
         exit_codes=[inc.exit_code for inc in obs.incarnations],
         requests=len(obs.requests),

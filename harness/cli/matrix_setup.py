@@ -87,7 +87,7 @@ def runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool,
                    work: Path | None = None, coverage_dir: Path | None = None,
                    resolved: Adapter | None = None,
                    max_events: int = DEFAULT_MAX_EVENTS, blackbox: bool = False,
-                   coverage_source: str | None = None) -> Iterator[RunnerConfig]:
+                   coverage_source: str | None = None, syscalls: bool = False) -> Iterator[RunnerConfig]:
     """`agent` as the user named it (recorded in results), or an adapter; `resolved`: the
     adapter a caller already resolved from that name (so it is looked up once);
     `coverage_source`: what --line-coverage measures (`coverage_source_of`), None: the adapter's."""
@@ -111,7 +111,7 @@ def runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool,
                                coverage_dir=coverage_dir,
                                coverage_source=source,
                                agent_ref=agent if isinstance(agent, str) else None,
-                               blackbox=blackbox)
+                               blackbox=blackbox, syscalls=syscalls)
     finally:
         spawner.close()
 

@@ -86,7 +86,7 @@ def _more_shape_errors(r: CaseResult) -> str | None:
         return "not_applicable must be a list of objects with an invariant and a reason"
     if r.exercised is not None and not is_str_list(r.exercised):
         return "exercised must be a list of invariant ids"
-    for name in ("store_calls", "downstream"):
+    for name in ("store_calls", "syscall_points", "downstream"):
         value = getattr(r, name)
         if not isinstance(value, list) or not all(is_str_list(t) for t in value):
             return f"{name} must hold a list of strings per incarnation"

@@ -178,6 +178,22 @@ def _black_box_usable(adapter: Adapter, selected: tuple[str, ...] | None, depth:
         fail(f"--black-box: {exc}", Exit.HARNESS)
 
 
+def _syscalls_usable(adapter: Adapter, selected: tuple[str, ...] | None) -> None:
+    """--syscalls needs strace (exit 3), an agent whose store is files in its session directory
+    and, among the selected faults, one that can act at a store call (exit 2 naming what is
+    wrong)."""
+    if Capability.FILE_STORE not in adapter.capabilities:
+        fail(f"--syscalls crashes an agent at its calls on the store files in its session directory; "
+             f"agent {adapter.name!r} does not declare 'file-store' (its store is elsewhere)")
+    if selected is not None and not any(at_store_calls_of(f) for f in FAULTS.all() if f.name in selected):
+        fail("--syscalls: none of the selected faults can act at a system call (those that can: "
+             + ", ".join(f.name for f in FAULTS.all() if at_store_calls_of(f)) + ")")
+    try:
+        strace_path()
+    except TracerMissing as exc:
+        fail(f"--syscalls: {exc}", Exit.HARNESS)
+
+
 def _states_usable(adapter: Adapter, line_coverage: bool) -> None:
     """--states needs an agent whose recovery reads only the case tree (exit 2 otherwise)."""
     if Capability.STATE_IN_TREE not in adapter.capabilities:
@@ -329,6 +345,11 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
                    "passes before its last inbox poll, each point a scenario of its own "
                    "(SCENARIO~ITEM@KIND:LABEL), crash points and all (docs/invariants.md, "
                    "\"Arrival timing\").")
+@click.option("--syscalls", is_flag=True,
+              help="Also crash (kill) at every write, sync, truncate, rename and unlink of a session "
+                   "file that no probe event already stands before, in the recording and, with "
+                   "--depth 2, in each recovery; the probes stay on, so every invariant is judged "
+                   "(case ids sNN:syscall:file; strace; docs/architecture.md, \"System-call points\").")
 @click.option("--audit-states", "audit_states", default=0.0, type=click.FloatRange(0, 1), metavar="P",
               help="With --states: re-run this share of the cases started from states as real "
                    "kills; a difference makes the case nondeterministic.")
@@ -337,7 +358,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         shard: str | None, out: str, as_json: bool, keep: bool,
         require_coverage: bool, line_coverage: bool, overwrite: bool, resume: bool,
         black_box: bool, states: bool, audit_states: float, only_cases: tuple[str, ...],
-        baseline_file: str | None, coverage_sources: tuple[str, ...], arrivals: bool) -> None:
+        baseline_file: str | None, coverage_sources: tuple[str, ...], arrivals: bool,
+        syscalls: bool) -> None:
     """Run the crash matrix: kill the agent at every probe event, recover, verify."""
     if coverage_sources and not line_coverage:
         fail("--line-coverage-source names what --line-coverage measures; give --line-coverage too")
@@ -378,6 +400,11 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     if black_box and arrivals:
         fail("--arrivals with --black-box: arrival points are probe events, and a black-box agent "
              "runs without them")
+    if black_box and syscalls:
+        fail("--syscalls with --black-box: --syscalls keeps the probes on, --black-box turns them "
+             "off; a black-box matrix already crashes at the store calls of its recording")
+    if syscalls:
+        _syscalls_usable(adapter, selected)
     if black_box:
         _black_box_usable(adapter, selected, depth)
         scenarios = _black_box_scenarios(scenarios, named=bool(names))
@@ -394,7 +421,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                          scenarios=tuple(s.name for s in scenarios),
                          shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None,
                          faults=selected, cases=tuple(sorted(set(only_cases))) or None,
-                         line_coverage_source=coverage_sources or None, arrivals=arrivals)
+                         line_coverage_source=coverage_sources or None, arrivals=arrivals,
+                         syscalls=syscalls)
     if not resume:
         claim_out(out_dir, overwrite)  # only reads: a directory refused gets no lock file
     lock_out(out_dir)  # before anything in --out is written (or, resuming, read)
@@ -437,7 +465,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                        work=(out_dir / "cases") if keep else None,
                        coverage_dir=coverage_dir, resolved=adapter,
                        max_events=max_events, blackbox=black_box,
-                       coverage_source=coverage_source) as runner_cfg:
+                       coverage_source=coverage_source, syscalls=syscalls) as runner_cfg:
         if arrivals:
             scenarios = with_arrivals(scenarios, runner_cfg, jobs, note=lambda line: click.echo(
                 f"crashmatrix: --arrivals: {line}", err=True))

@@ -151,15 +151,18 @@ class CrashStates:
         return Capability.STATE_IN_TREE in adapter_caps
 
     # -- the matrix's calls ----------------------------------------------------------------
-    def record(self, case: Case, scenario: Scenario, may_extend: bool) -> Observation:
+    def record(self, case: Case, scenario: Scenario, may_extend: bool,
+               trace_finisher: bool = False) -> Observation:
         """Run a case that is not started from a state (a recording, or a real kill), keeping
-        snapshots of its finishing incarnation when it will have children."""
+        snapshots of its finishing incarnation when it will have children (`trace_finisher`:
+        traced for its system-call points too, `--syscalls`)."""
         capture = None
         if may_extend and not case.blackbox:
             capture = self._capture(case.depth + 1)
         try:
             with self.running:
-                obs = self.runner.run(case, scenario, capture=capture, settled=self.settled)
+                obs = self.runner.run(case, scenario, capture=capture, settled=self.settled,
+                                      trace_finisher=trace_finisher)
         except BaseException:
             self._charge(case, capture, kept=False)
             raise

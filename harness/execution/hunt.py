@@ -9,7 +9,13 @@ from typing import Any
 
 from crashmatrix.fakes import FakeDownstream, FakeProvider
 from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.enumeration import crash_loop_extension, requests_of, single_crash_cases
+from crashmatrix.harness.enumeration import (
+    calls_of,
+    crash_loop_extension,
+    requests_of,
+    single_crash_cases,
+    syscall_steps,
+)
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.ordered import first_failure, run_until_failure
@@ -46,16 +52,21 @@ class Hunt:
 
 
 def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
-               by_name: Mapping[str, Scenario], faults: Sequence[FaultKind]) -> list[Case]:
+               by_name: Mapping[str, Scenario], faults: Sequence[FaultKind],
+               syscalls: bool = False) -> list[Case]:
     """Recordings give single crashes; a crash gives its crash-loop schedule (`[matrix]
-    crash_loop`), as `crashmatrix run` enumerates them at its default depth."""
+    crash_loop`), as `crashmatrix run` enumerates them at its default depth; with `syscalls`, a
+    single crash also gives the system-call points of its recovery (`run --syscalls --depth 2`)."""
     out: list[Case] = []
     for case, result in zip(cases, results, strict=True):
         if result is None or result.verdict not in JUDGED or not result.trace:
             continue
         if case.depth == 0:
-            out += single_crash_cases(case.scenario, result.trace[0], faults, requests_of(result, 0))
+            out += single_crash_cases(case.scenario, result.trace[0], faults, requests_of(result, 0),
+                                      calls_of(result, 0))
             continue
+        if syscalls and case.depth == 1:
+            out += [case.extend(step) for step in syscall_steps(calls_of(result, 1), faults)]
         loop = crash_loop_extension(case, result.trace, by_name[case.scenario].matrix.crash_loop,
                                     result.downstream)
         if loop is not None:
@@ -68,8 +79,9 @@ def hunt(mutant: MutantName, scenarios: Sequence[Scenario], runner: RunnerConfig
     """Run the mutant's matrix over `scenarios`: all recordings, then all single crashes, then
     crash loops; each level in scenario order, then crash-point order; stop at the first kill.
     `faults`: the kinds enumerated (None: the default set); `states`: as `run --states`."""
+    # With system-call points, single crashes trace their recoveries (the matrix's depth 2).
     matrix = Matrix(MatrixConfig(scenarios=list(scenarios), runner=runner, jobs=jobs, faults=faults,
-                                 states=states))
+                                 states=states, depth=2 if runner.syscalls else 1))
     by_name = {s.name: s for s in scenarios}
 
     def abort() -> None:
@@ -97,7 +109,7 @@ def _levels(mutant: MutantName, matrix: Matrix, by_name: Mapping[str, Scenario],
         if killer is not None:
             return Hunt(mutant, True, killer.case, str(killer.violations[0]["invariant"]), run,
                         unjudged=unjudged, repro=killer.repro)
-        cases = next_level(cases, results, by_name, matrix.faults)
+        cases = next_level(cases, results, by_name, matrix.faults, matrix.config.runner.syscalls)
         if matrix.states is not None:
             matrix.states.expect(cases)
     return Hunt(mutant, False, cases=run, unjudged=unjudged)
@@ -123,7 +135,8 @@ def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = S
                 runner = RunnerConfig(adapter=MutantAdapter(name), provider=provider,
                                       downstream=downstream,
                                       work_root=(work or Path(tmp)) / name.value,
-                                      case_timeout_s=timeout_s, spawner=spawner, fsync=power)
+                                      case_timeout_s=timeout_s, spawner=spawner, fsync=power,
+                                      syscalls=CATALOGUE[name].syscalls)
                 # A catalogue entry may name an arrival-timing variant of a built-in.
                 focused = resolve(CATALOGUE[name].scenarios)
                 found = hunt(name, focused, runner, jobs, faults, states)

@@ -216,6 +216,9 @@ class Incarnation:
                 self._output.spawned()
         self._ack_fd = to_child_w
         self._event_fd = from_child_r
+        # The number the agent writes its events to (pass_fds keeps numbers): in a trace of a
+        # fresh process, the writes on it are the probe events (blackbox.store_points).
+        self.event_fd = from_child_w
         self._buf = b""
         self._scanned = 0  # bytes of _buf known to hold no newline (each chunk is scanned once)
         self._count = 0  # events read from the channel

@@ -20,6 +20,7 @@ from types import FrameType
 
 from crashmatrix.harness.enumeration import (
     blackbox_cases,
+    calls_of,
     crash_loop_extension,
     extensions,
     in_shard,
@@ -101,14 +102,19 @@ class Matrix:
         scenario = self.by_name[case.scenario]
         started = time.monotonic()
         from_state = False
+        # --syscalls: a case that may be extended traces its finishing incarnation (a fresh
+        # process under strace), and one with a system-call step is killed by the tracer: neither
+        # starts from a crash state, whose recovery may be a zygote's fork.
+        traced = self.config.runner.syscalls and self.may_extend(case)
+        at_call = any(s.at_call for s in case.schedule)
         if self.states is None or scenario.services:
             # A downstream service's state is not in the case tree: no crash state can hold it.
-            obs = self.runner.run(case, scenario)
-        elif self.states.usable(case, scenario):
+            obs = self.runner.run(case, scenario, trace_finisher=traced)
+        elif not traced and not at_call and self.states.usable(case, scenario):
             obs, _shared = self.states.run(case, scenario, self.may_extend(case))
             from_state = True
         else:
-            obs = self.states.record(case, scenario, self.may_extend(case))
+            obs = self.states.record(case, scenario, self.may_extend(case), trace_finisher=traced)
         result = self._evaluate(obs, scenario, started)
         if from_state and self.states is not None and audited(case, self.config.audit_states):
             with self.states.running:
@@ -180,10 +186,11 @@ class Matrix:
                                 children = blackbox_cases(case.scenario, calls, self.faults)
                             elif case.depth == 0:
                                 children = single_crash_cases(case.scenario, result.trace[0], self.faults,
-                                                              requests_of(result, 0))
+                                                              requests_of(result, 0),
+                                                              calls_of(result, 0))
                             elif case.depth < self.depth_of(case.scenario):
                                 children = extensions(case, result.trace, self.faults,
-                                                      result.downstream)
+                                                      result.downstream, result.syscall_points)
                             loop = crash_loop_extension(
                                 case, result.trace, self.by_name[case.scenario].matrix.crash_loop,
                                 result.downstream)

@@ -108,6 +108,9 @@ class RunnerConfig:
     # Serves the scenarios' downstream services (`[[services]]`); None: a scenario that declares
     # one cannot run (a harness error says so).
     downstream: DownstreamHost | None = None
+    # System-call crash points with probes on (`--syscalls`): an incarnation a case may extend
+    # from (the recording's first, a case's finishing one) is traced for its store calls.
+    syscalls: bool = False
 
     @property
     def agent(self) -> str:
@@ -169,11 +172,13 @@ class CaseRunner:
 
     def run(self, case: Case, scenario: Scenario, start: Start | None = None,
             capture: Capture | None = None, settled: Settled | None = None,
-            chain: FreezeChain | None = None) -> Observation:
+            chain: FreezeChain | None = None, trace_finisher: bool = False) -> Observation:
         """Run the case: from scratch, or (`start`) from a crash state, its earlier incarnations
         given; `capture`: snapshot the tree at every event of one incarnation; `settled`: settle
         runs already made from a byte-identical final state, reused; `chain`: the case is a host,
-        frozen at each of the chain's points in turn (`--states`, freeze_chain.py)."""
+        frozen at each of the chain's points in turn (`--states`, freeze_chain.py); `trace_finisher`:
+        trace the incarnation that finishes the work for its store calls (`--syscalls`: the
+        system-call points a deeper case may crash at)."""
         cfg = self.config
         self._check_supported(case, scenario)
         began = time.monotonic()
@@ -231,8 +236,10 @@ class CaseRunner:
                 freezer = _Freezer(self, base, scenario, case_key, case_dir, deliveries, deadline,
                                    accepted, incarnations, intrusions,
                                    shlex.join([*cfg.adapter.program, *args]))
-                # Black-box: the recording's first incarnation is traced for its store calls.
-                record_calls = not probes and case.depth == 0 and index == 1
+                # Black-box: the recording's first incarnation is traced for its store calls;
+                # --syscalls: the finishing one, probes on, of a case that may be extended.
+                record_calls = ((not probes and case.depth == 0 and index == 1)
+                                or (trace_finisher and probes and index == case.depth + 1))
                 snap = capture if capture is not None and capture.incarnation == index else None
                 final_key = None
                 settle_args: list[str] = []
@@ -377,8 +384,9 @@ class CaseRunner:
         # an event, the call fails, the incarnation runs to its end.
         inject = injecting(crash_fault) if crash_fault is not None else None
         injected_step = None
-        # A black-box step names a store call too: strace kills the agent as it enters it.
-        killing_step = step if step is not None and step.blackbox else None
+        # A black-box or system-call step names a store call too: strace kills the agent as it
+        # enters it (a system-call step's agent keeps its probes: its events are read as ever).
+        killing_step = step if step is not None and step.at_call else None
         # A downstream step names a request: the fake downstream acts there, not the probe loop.
         armed = None
         if step is not None and step.downstream and case_key is not None:
@@ -471,7 +479,10 @@ class CaseRunner:
                     elif killing_step is not None:
                         self._killed_at_call(killing_step, record, spec, trace)
                     elif record_calls:
-                        record.store_calls = blackbox.store_points(parse_file(trace), spec.session)
+                        # Probes on: the agent's event writes mark which calls a probe event
+                        # already stands before (blackbox.store_points).
+                        record.store_calls = blackbox.store_points(
+                            parse_file(trace), spec.session, inc.event_fd if probes else None)
             except IncarnationTimeout:
                 record.timed_out = True
                 inc.kill()

@@ -57,6 +57,7 @@ class MutantName(StrEnum):
     INBOX_CLEARS_ALL = "inbox-clears-all"
     CANCEL_AFTER_FIRST_REPLY = "cancel-after-first-reply"
     INPUTS_BEFORE_TASK = "inputs-before-task"
+    COMPACTS_LOG_IN_PLACE = "compacts-log-in-place"
 
 
 @dataclass(frozen=True)
@@ -70,11 +71,14 @@ class Mutant:
     # The fault kinds its hunt enumerates (`--fault`), for a mutant only a fault outside the
     # default set can kill; None: the default set.
     faults: tuple[str, ...] | None = None
+    # Its hunt adds system-call points (`run --syscalls`): those of each recording, then those
+    # of each single crash's recovery (the depth-2 cases `run --syscalls --depth 2` has).
+    syscalls: bool = False
 
 
 def _m(name: MutantName, failure: str, patch: PatchFn, *scenarios: str,
-       faults: tuple[str, ...] | None = None) -> Mutant:
-    return Mutant(name, failure, patch, scenarios, faults)
+       faults: tuple[str, ...] | None = None, syscalls: bool = False) -> Mutant:
+    return Mutant(name, failure, patch, scenarios, faults, syscalls)
 
 
 N = MutantName
@@ -244,6 +248,12 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "crash kept the task from being saved) runs them first as a run of their own, so the model "
        "is asked about them without the task.",
        A.inputs_before_task, "queued-input~also-add-retry-log@commit.before:run_started.prompt,message.user"),
+    # Killed only by a system-call point of a recovery (`run --syscalls --depth 2`): no probe
+    # event lies between the two calls, and a first incarnation never compacts.
+    _m(N.COMPACTS_LOG_IN_PLACE,
+       "A restart compacts its log in place, truncating the file and then writing its commits "
+       "back, so a crash between the two calls leaves the session with no record at all.",
+       G.compacts_log_in_place, "changelog-fast", syscalls=True),
 )})
 
 

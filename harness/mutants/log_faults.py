@@ -66,3 +66,27 @@ def repair_drops_one_more(p: Patcher) -> None:
         self.commits.pop()
 
     p.replace(SessionLog, "open", open_and_repair)
+
+
+def compacts_log_in_place(p: Patcher) -> None:
+    open_log: Callable[[SessionLog], None] = SessionLog.open
+
+    def open_and_compact(self: SessionLog) -> None:
+        # The fault: a restart rewrites the log it found in place, to compact it: the file is
+        # truncated, then its good commits are written back. No probe event lies between the two
+        # calls, so only a crash at the system call in between sees the log empty, with every
+        # commit of the session gone (the safe way: a temporary file renamed over it).
+        path = Path(os.path.abspath(self.path))
+        if path.exists() and path.stat().st_size:
+            commits, good_len, _ = log_module.scan(path.read_bytes(), path)
+            if commits:
+                data = path.read_bytes()[:good_len]
+                fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+                try:
+                    log_module.write_all(fd, data)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        open_log(self)
+
+    p.replace(SessionLog, "open", open_and_compact)

@@ -3,7 +3,8 @@
 `execution.blackbox.store_points` writes the list (`syscall:file`, in call order); two prefixes
 mark calls that are no crash point: `COUNTED`, a call strace's ordinal counts (an open of a
 file that does not truncate it), and `REFUSED`, a call on a file stored to from several threads,
-whose n-th call is another call in another run.
+whose n-th call is another call in another run. With probes on (`--syscalls`) a third, `SAME`:
+a call a kill at the probe event just before it already stands for (no store call between).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 COUNTED = "~"
 REFUSED = "!"
+SAME = "="
 # A file name goes into a case id, which joins steps with `+`: `+` (and `%`, to keep it
 # reversible) are written %2B and %25 there, and read back when the file is named to strace.
 _RESERVED = re.compile(r"[%+]")
@@ -35,7 +37,7 @@ def crash_points(points: Sequence[str]) -> list[tuple[str, int]]:
     seen: dict[str, int] = {}
     out = []
     for raw in points:
-        point = raw.lstrip(COUNTED + REFUSED)
+        point = raw.lstrip(COUNTED + REFUSED + SAME)
         seen[point] = seen.get(point, 0) + 1
         if raw == point:
             out.append((point, seen[point]))

@@ -5,6 +5,10 @@ A black-box step counts the agent's system calls on its store instead of probe e
 `changelog/b03:fsync:session.jsonl/kill` kills the first incarnation as it enters its 3rd `fsync` of
 `session.jsonl` (a path relative to the session directory).
 
+A system-call step counts the same calls with the probes still attached (`--syscalls`):
+`changelog/05:commit.before:run_started/kill+s02:write:session.jsonl/kill` kills the recovery as it
+enters its 2nd `write` of `session.jsonl`, every invariant judged as at a probe event.
+
 A downstream step counts the incarnation's requests to the scenario's downstream services:
 `refund/d01:create:mail/reply-lost` loses the reply to the first incarnation's first downstream
 request, a create on the service `mail` (harness/faults/downstream.py).
@@ -25,6 +29,8 @@ PLUGIN_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 
 # The prefix of a black-box step's number: it counts system calls, not probe events.
 BLACKBOX_MARK = "b"
+# The prefix of a system-call step's number: it counts system calls too, probes attached.
+SYSCALL_MARK = "s"
 # The prefix of a downstream step's number: it counts requests to downstream services.
 DOWNSTREAM_MARK = "d"
 
@@ -46,29 +52,38 @@ class CrashStep:
     # `n` counts the incarnation's downstream requests (`kind` create or status, `label` the
     # service), not probe events: the fake downstream acts at that request (`d01:create:mail`).
     downstream: bool = False
+    # `n` counts system calls as for a black-box step, but the agent keeps its probes: every
+    # invariant is judged, and the step may crash any incarnation (`s02:write:session.jsonl`).
+    syscall: bool = False
+
+    @property
+    def at_call(self) -> bool:
+        """Killed as the agent enters a system call (black-box or system-call step)."""
+        return self.blackbox or self.syscall
 
     @property
     def point(self) -> str:
         return f"{self.kind}:{self.label}"
 
     def token(self) -> str:
-        mark = BLACKBOX_MARK if self.blackbox else DOWNSTREAM_MARK if self.downstream else ""
+        mark = (BLACKBOX_MARK if self.blackbox else DOWNSTREAM_MARK if self.downstream
+                else SYSCALL_MARK if self.syscall else "")
         return f"{mark}{self.n:02d}:{self.kind}:{self.label}/{self.fault}"
 
     @classmethod
     def parse(cls, token: str) -> CrashStep:
         point, sep, fault = token.rpartition("/")
         parts = point.split(":", 2)
-        mark = parts[0][:1] if parts[0][:1] in (BLACKBOX_MARK, DOWNSTREAM_MARK) else ""
+        mark = parts[0][:1] if parts[0][:1] in (BLACKBOX_MARK, DOWNSTREAM_MARK, SYSCALL_MARK) else ""
         number = parts[0][len(mark):]
         if not sep or len(parts) != 3 or not number.isdigit():
             raise CaseIdError(f"bad crash step {token!r}: expected NN:kind:label/fault "
-                              f"(or bNN:syscall:file/fault, dNN:kind:service/fault)")
+                              f"(or bNN:syscall:file/fault, sNN:syscall:file/fault, dNN:kind:service/fault)")
         # Whether the fault is registered is for the registry to say (records import no plugins).
         if not PLUGIN_NAME.match(fault):
             raise CaseIdError(f"bad crash step {token!r}: bad fault name {fault!r}")
         return cls(int(number), parts[1], parts[2], fault, mark == BLACKBOX_MARK,
-                   mark == DOWNSTREAM_MARK)
+                   mark == DOWNSTREAM_MARK, mark == SYSCALL_MARK)
 
 
 @dataclass(frozen=True)

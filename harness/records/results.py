@@ -55,6 +55,10 @@ class CaseResult:
     # Black-box mode (`--black-box`): the store calls each incarnation was seen to make, as
     # `syscall:file` (only a traced recording's are listed; [] elsewhere and in probe mode).
     store_calls: list[list[str]] = field(default_factory=list)
+    # --syscalls: the store calls of each incarnation traced with its probes on (the recording's
+    # first, a case's finishing one; [] for the others), `SAME`-marked where a probe event's kill
+    # stands for the call (blackbox.store_points): the system-call points a deeper case takes.
+    syscall_points: list[list[str]] = field(default_factory=list)
     # Downstream requests each incarnation made, as `kind:service` (create:mail): the crash points
     # of the downstream faults ([] for a scenario with no services).
     downstream: list[list[str]] = field(default_factory=list)

@@ -60,6 +60,9 @@ class RunOptions:
     # Each input and cancel also delivered at every kind of point (`--arrivals`); older files:
     # False (before the option existed, each item arrived where its scenario said only).
     arrivals: bool = False
+    # System-call crash points with probes on (`--syscalls`); older files: False (before the
+    # option existed, no case crashed at a system call with its probes attached).
+    syscalls: bool = False
 
     def differences(self, other: RunOptions, ignore: Sequence[str] = ()) -> list[tuple[str, object, object]]:
         """(field, ours, theirs) for each field both record with different values."""
@@ -183,7 +186,7 @@ class RunRecord:
             "max_events": o.max_events,
             "scenarios": None if o.scenarios is None else list(o.scenarios), "shard": o.shard,
             "faults": None if o.faults is None else list(o.faults), "blackbox": o.blackbox,
-            "states": o.states, "arrivals": o.arrivals,
+            "states": o.states, "arrivals": o.arrivals, "syscalls": o.syscalls,
             "cases": None if o.cases is None else list(o.cases),
             "line_coverage_source": (None if o.line_coverage_source is None
                                      else list(o.line_coverage_source)),
@@ -237,6 +240,7 @@ class RunRecord:
                 blackbox=bool(get("blackbox", _is_bool, "true or false")),
                 states=bool(get("states", _is_bool, "true or false")),
                 arrivals=bool(get("arrivals", _is_bool, "true or false")),
+                syscalls=bool(get("syscalls", _is_bool, "true or false")),
                 cases=None if cases is None else tuple(cases),
                 line_coverage_source=None if sources is None else tuple(sources)),
             expected=expected,

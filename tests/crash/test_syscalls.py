@@ -1,0 +1,108 @@
+"""System-call points with probes on (`run --syscalls`): real kills at store calls, every invariant judged."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.crash,
+              pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")]
+CLI = [sys.executable, "-m", "crashmatrix"]
+SCENARIO = "changelog-fast"
+MUTANT = "mutant:compacts-log-in-place"
+
+
+def crashmatrix(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def run(out: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:
+    proc = crashmatrix("run", "--scenario", SCENARIO, "--out", str(out), *extra)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    return proc.returncode, [json.loads(line) for line in lines]
+
+
+def invariants(result: dict[str, Any]) -> list[str]:
+    return [v["invariant"] for v in result["violations"]]
+
+
+def at_calls(result: dict[str, Any]) -> list[str]:
+    """The system-call steps of a result's case id (`sNN:syscall:file/fault`)."""
+    return [t for t in result["case"].split("/", 1)[1].split("+") if t.startswith("s")]
+
+
+def test_our_agent_holds_at_every_system_call_point_and_the_old_cases_keep_their_verdicts(
+        tmp_path: Path) -> None:
+    _, before = run(tmp_path / "default")
+    code, found = run(tmp_path / "syscalls", "--syscalls")
+    assert code == 0, [(r["case"], invariants(r)) for r in found if r["verdict"] != "pass"]
+    new = [r for r in found if at_calls(r)]
+    assert new, "the recording's calls between events became cases"
+    # The default matrix is a subset, case for case, with the same verdicts and invariants.
+    by_case = {r["case"]: r for r in found}
+    assert {r["case"] for r in before} == set(by_case) - {r["case"] for r in new}
+    assert [(r["verdict"], invariants(r)) for r in before] == [
+        (by_case[r["case"]]["verdict"], invariants(by_case[r["case"]])) for r in before]
+    for r in new:
+        # Killed by strace entering the call, with its probe events read up to there.
+        assert r["exit_codes"][0] == -9, r["case"]
+        assert r["crashed_at"][0] is None
+        assert r["verdict"] == "pass"
+    recording = next(r for r in found if r["depth"] == 0)
+    listed = recording["syscall_points"][0]
+    # Calls a probe event's kill already stands for are listed, marked, and no case.
+    assert any(p.startswith("=") for p in listed)
+    assert len(new) == sum(1 for p in listed if p[0] not in "=~!")
+    assert json.loads((tmp_path / "syscalls" / "run.json").read_text(encoding="utf-8"))["syscalls"] is True
+
+
+def test_our_agent_holds_at_the_system_calls_of_its_recoveries(tmp_path: Path) -> None:
+    code, found = run(tmp_path / "o", "--syscalls", "--depth", "2", "--shard", "1/8")
+    assert code == 0, [(r["case"], invariants(r)) for r in found if r["verdict"] != "pass"]
+    deeper = [r for r in found if r["depth"] == 2 and at_calls(r)]
+    assert deeper, "each single crash's recovery was traced for its own calls"
+    # The recovery's calls: the session lock's, before its first event, among them.
+    assert any(t.endswith(":session.lock/kill") for r in deeper for t in at_calls(r))
+
+
+def test_a_log_compacted_in_place_is_caught_only_at_a_recovery_s_system_call(tmp_path: Path) -> None:
+    code, found = run(tmp_path / "deep", "--agent", MUTANT, "--syscalls", "--depth", "2", "--shard", "1/4")
+    failed = [r for r in found if r["verdict"] == "fail"]
+    assert code == 1
+    assert failed
+    # Every failing case crashed its recovery at a system call: the log truncated, not yet rewritten.
+    assert all(r["depth"] == 2 and at_calls(r) for r in failed), [r["case"] for r in failed]
+    assert {t.split("/")[0] for r in failed for t in at_calls(r)} == {"s01:write:session.jsonl"}
+    killer = failed[0]
+    # Judged from probe events (commits acknowledged at inc1#N): the probes stayed attached.
+    assert "durable-commits" in invariants(killer)
+    assert killer["trace"][0], killer["case"]
+    replay = crashmatrix(*shlex.split(killer["repro"])[1:])
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "durable-commits" in replay.stdout
+    # Every other kind of case holds: events at depth 2, black-box calls, the recording's calls.
+    assert run(tmp_path / "events", "--agent", MUTANT, "--depth", "2", "--states")[0] == 0
+    assert run(tmp_path / "first", "--agent", MUTANT, "--syscalls")[0] == 0
+    assert run(tmp_path / "blind", "--agent", MUTANT, "--black-box")[0] == 0
+
+
+def test_syscalls_are_refused_with_black_box_and_for_a_fault_that_cannot_act_at_a_call(
+        tmp_path: Path) -> None:
+    both = crashmatrix("run", "--scenario", SCENARIO, "--syscalls", "--black-box",
+                       "--out", str(tmp_path / "a"))
+    assert both.returncode == 2
+    assert "--syscalls with --black-box" in both.stderr
+    torn = crashmatrix("run", "--scenario", SCENARIO, "--syscalls", "--fault", "torn",
+                       "--out", str(tmp_path / "b"))
+    assert torn.returncode == 2
+    assert "none of the selected faults can act at a system call" in torn.stderr
+    assert not (tmp_path / "a").exists()
+    assert not (tmp_path / "b").exists()
