@@ -5,8 +5,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from crashmatrix.harness.faults.interface import FaultKind, at_request, at_store_calls_of, injecting
-from crashmatrix.harness.records.blackbox_points import crash_points
+from crashmatrix.harness.faults.interface import (
+    FaultKind,
+    at_request,
+    at_store_calls_of,
+    at_syscall_points_of,
+    injecting,
+)
+from crashmatrix.harness.records.blackbox_points import crash_points, syscall_crash_points
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.scenarios.arrivals import after_arrival
@@ -52,12 +58,11 @@ def injected_steps(points: list[str], faults: Sequence[FaultKind]) -> list[Crash
 
 def syscall_steps(store_calls: Sequence[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
     """`--syscalls`: at each store call of a traced incarnation that is a crash point (not one a
-    probe event's kill stands for: `blackbox.store_points`), each fault that acts at store calls;
-    the step counts that syscall's calls on that file, as a black-box step does, probes on."""
-    at_calls = [f for f in faults if at_store_calls_of(f)]
+    probe event's kill stands for: `execution.syscall_points`), each fault that acts there (a
+    kill, a power loss); the step counts the main thread's calls of that syscall, probes on."""
+    at_calls = [f for f in faults if at_syscall_points_of(f)]
     return [CrashStep(n, syscall, file, f.name, syscall=True)
-            for point, n in crash_points(store_calls)
-            for syscall, _, file in [point.partition(":")] for f in at_calls]
+            for n, syscall, file in syscall_crash_points(store_calls) for f in at_calls]
 
 
 def single_crash_cases(scenario: str, first_incarnation: list[str],

@@ -52,8 +52,10 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
             if inc.crashed_at == e.n:
                 lines.append("        XX SIGKILL here" + (" (observed by strace)" if inc.observed else ""))
                 lines += [f"        XX {note}" for note in inc.fault_notes]
-        if inc.killed_at_call:  # black-box: killed entering a system call, no probe event to show
-            lines.append(f"   XX SIGKILL entering {inc.killed_at_call} (strace; no probes ran)")
+        if inc.killed_at_call:  # killed by strace entering a system call, at no probe event
+            how = "strace" if obs.probes else "strace; no probes ran"
+            lines.append(f"   XX SIGKILL entering {inc.killed_at_call} ({how})")
+            lines += [f"   XX {note}" for note in inc.fault_notes]
         if inc.killed_at_request:  # killed by the fake downstream's fault, the reply unsent
             lines.append(f"   XX SIGKILL at {inc.killed_at_request}, before its reply")
         elif inc.downstream_fault:  # the downstream lost, failed or held a reply; it ran on

@@ -61,7 +61,7 @@ from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch_watch import watches
 from crashmatrix.harness.execution.trees import remove_tree
-from crashmatrix.harness.faults.interface import at_store_calls_of
+from crashmatrix.harness.faults.interface import at_store_calls_of, at_syscall_points_of
 from crashmatrix.harness.faults.registry import (
     FAULTS,
     check_faults,
@@ -185,9 +185,9 @@ def _syscalls_usable(adapter: Adapter, selected: tuple[str, ...] | None) -> None
     if Capability.FILE_STORE not in adapter.capabilities:
         fail(f"--syscalls crashes an agent at its calls on the store files in its session directory; "
              f"agent {adapter.name!r} does not declare 'file-store' (its store is elsewhere)")
-    if selected is not None and not any(at_store_calls_of(f) for f in FAULTS.all() if f.name in selected):
+    if selected is not None and not any(at_syscall_points_of(f) for f in FAULTS.all() if f.name in selected):
         fail("--syscalls: none of the selected faults can act at a system call (those that can: "
-             + ", ".join(f.name for f in FAULTS.all() if at_store_calls_of(f)) + ")")
+             + ", ".join(f.name for f in FAULTS.all() if at_syscall_points_of(f)) + ")")
     try:
         strace_path()
     except TracerMissing as exc:
@@ -583,9 +583,11 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
 @click.option("--tools", "tools", is_flag=True,
               help="List the tools the --agent declares (with --agents: every registered agent's): "
                    "name, replay policy, arguments. A framework app is loaded to find them.")
+@click.option("--syscalls", is_flag=True,
+              help="With --cases: list the system-call points' cases too (as `run --syscalls`).")
 def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
           fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, cases: bool,
-          agents: bool, tools: bool, black_box: bool) -> None:
+          agents: bool, tools: bool, black_box: bool, syscalls: bool) -> None:
     """List scenarios (with --cases, their case ids; with --agents, the agents; with --tools, tools)."""
     if tools:
         chosen = [(a.name, a.name) for a in list_agents()] if agents else []
@@ -611,21 +613,28 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
     selected = _faults(adapter, fault_names)
     if black_box:
         _black_box_usable(adapter, selected, 1)
+    if syscalls:
+        _syscalls_usable(adapter, selected)
     with runner_config(agent, timeout, fsync_default(fsync_given, selected, black_box), False, spawn,
                        resolved=adapter, max_events=max_events, blackbox=black_box) as cfg:
         for s in scenarios:
-            for case in _enumerate(cfg, s, selected):
+            for case in _enumerate(cfg, s, selected, syscalls):
                 click.echo(case.case_id)
 
 
-def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] | None = None) -> list[Case]:
-    obs = CaseRunner(cfg).run(Case(scenario.name), scenario)
+def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] | None = None,
+               syscalls: bool = False) -> list[Case]:
+    """The scenario's single-crash cases, from a recording (`syscalls`: traced for its
+    system-call points too)."""
+    obs = CaseRunner(cfg).run(Case(scenario.name), scenario, trace_finisher=syscalls and not cfg.blackbox)
     faults = faults_for(cfg.adapter, selected)
     if cfg.blackbox:
         calls = obs.incarnations[0].store_calls if obs.incarnations else []
         return [Case(scenario.name), *blackbox_cases(scenario.name, calls, faults)]
     first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
-    return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults, obs.requests_of(1))]
+    calls = obs.incarnations[0].store_calls if obs.incarnations and syscalls else []
+    return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults, obs.requests_of(1),
+                                                     calls)]
 
 
 @click.command("repro")
@@ -664,6 +673,9 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
     black_box = black_box or case.blackbox  # a black-box step's id says so
     if black_box:
         _black_box_usable(adapter_named(agent), selected, case.depth or 1)
+    syscalls = case.schedule[:1] != () and case.schedule[0].syscall  # its first step needs a traced recording
+    if any(step.syscall for step in case.schedule):
+        _syscalls_usable(adapter_named(agent), selected)
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
     fsync = fsync_default(fsync_given, selected, black_box)
     with runner_config(agent, timeout, fsync, keep, spawn, work=work, max_events=max_events,
@@ -676,7 +688,7 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         if selected:
             _faults(cfg.adapter, selected)
         if case.schedule:
-            ids = [c.case_id for c in _enumerate(cfg, scenario, selected)]
+            ids = [c.case_id for c in _enumerate(cfg, scenario, selected, syscalls)]
             first = Case(case.scenario, case.schedule[:1]).case_id
             if first not in ids:
                 close = difflib.get_close_matches(first, ids, n=3, cutoff=0.5)

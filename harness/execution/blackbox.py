@@ -16,12 +16,6 @@ another run, and the recording lists it as refused (`REFUSED`, with the threads 
 the run can say why. An open that truncates is a store call too (it empties the file), when it
 names the file by an absolute path (strace's `-P` matches an open by the path as given); other
 opens of the same file are listed as counted only (`COUNTED`): strace's ordinal counts them.
-
-With the probes on (`--syscalls`), the trace also holds the agent's event writes (on the probe
-channel's descriptor, `events_fd`). A kill entering a store call with a probe event before it and
-no store call in between leaves the state a kill at that event leaves, which the matrix already
-has: such a call is listed as `SAME`, counted and no crash point, so the matrix grows only where a
-system call lies between two events.
 """
 
 from __future__ import annotations
@@ -31,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from crashmatrix.harness.execution.fs_inject import inject_args
-from crashmatrix.harness.records.blackbox_points import COUNTED, REFUSED, SAME, file_label, file_of
+from crashmatrix.harness.records.blackbox_points import COUNTED, REFUSED, file_label, file_of
 from crashmatrix.harness.records.fs_calls import FsCall, Syscall
 
 S = Syscall
@@ -44,36 +38,23 @@ OPENS = frozenset({S.OPEN, S.OPENAT, S.CREAT})
 TRUNCATING = "O_TRUNC"  # among an open's flags (creat implies it; the parser says so)
 
 
-def store_points(calls: Sequence[FsCall], session: Path, events_fd: int | None = None) -> list[str]:
+def store_points(calls: Sequence[FsCall], session: Path) -> list[str]:
     """The store calls among `calls` (a recording's, in the order they ended), as `syscall:file`
     with the file relative to the session directory (`.` for the directory itself); a rename is
     named by the file it renames (`rename:config.tmp`): strace's `-P` matches a rename by its
     first path only. Calls that failed are kept: a retry is a call too. An open that does not
     truncate is `COUNTED`-prefixed, every call on a file stored to from several threads
-    `REFUSED`-prefixed; with `events_fd` (the probe channel's), a crash point with a probe event
-    and no store call since the last one before it is `SAME`-prefixed."""
+    `REFUSED`-prefixed."""
     root = os.path.realpath(session)
     found: list[tuple[FsCall, str, bool]] = []  # (call, point, a crash point)
-    same: set[int] = set()  # indexes into `found` a probe event's kill already stands for
-    evented = False  # a probe event since the last crash point
     for call in calls:
-        if events_fd is not None and call.syscall is S.WRITE and call.fd == events_fd and not any(
-                _under(p, root) for p in call.paths):
-            evented = True
-            continue
         if not any(_under(p, root) for p in call.paths) or call.relative:
             continue  # another file's, or one strace's -P neither matches nor counts
         point = f"{call.syscall.value}:{file_label(os.path.relpath(call.paths[0], root))}"
         if call.syscall in OPENS:
-            crash = TRUNCATING in call.flags
+            found.append((call, point, TRUNCATING in call.flags))
         elif call.syscall in STORE_CALLS:
-            crash = True
-        else:
-            continue
-        if crash and evented:
-            same.add(len(found))
-        evented = evented and not crash
-        found.append((call, point, crash))
+            found.append((call, point, True))
     # strace counts per thread: a file whose calls (counted ones included) come from more than
     # one thread has no n-th call that another run repeats, nor one state at any of them.
     threads: dict[str, set[int]] = {}
@@ -81,14 +62,12 @@ def store_points(calls: Sequence[FsCall], session: Path, events_fd: int | None =
         threads.setdefault(point.partition(":")[2], set()).add(call.pid)
     stored = {point.partition(":")[2] for _, point, crash in found if crash}
     points = []
-    for i, (_, point, crash) in enumerate(found):
+    for _, point, crash in found:
         file = point.partition(":")[2]
         if file not in stored:
             continue  # only opened: nothing stored there, nothing to count
         if len(threads[file]) > 1:
             points.append(REFUSED + point)
-        elif i in same:
-            points.append(SAME + point)
         else:
             points.append(point if crash else COUNTED + point)
     return points

@@ -41,12 +41,14 @@ def strace_path() -> str:
     return found
 
 
-def strace_argv(strace: str, output: Path, *, seccomp: bool = True) -> list[str]:
-    """strace following forks (-f), quiet (-qq), fds shown with their paths (-y), untraced calls
+def strace_argv(strace: str, output: Path, *, seccomp: bool = True, follow: bool = True) -> list[str]:
+    """strace following forks (-f; not when `follow` is False: the main thread alone, whose calls
+    a system-call point counts), quiet (-qq), fds shown with their paths (-y), untraced calls
     left to run at full speed (--seccomp-bpf, unless `seccomp` is False: strace 6.1 delivers no
     injected signal at a call it stops at through seccomp), to `output`. The program follows `--`."""
     fast = ["--seccomp-bpf"] if seccomp else []
-    return [strace, "-f", "-qq", "-y", *fast, "-e", f"trace={','.join(TRACED)}", "-o", str(output)]
+    forks = ["-f"] if follow else []
+    return [strace, *forks, "-qq", "-y", *fast, "-e", f"trace={','.join(TRACED)}", "-o", str(output)]
 
 
 # `1234  name(args) = result`, the pid column present with -f; `<unfinished ...>` and

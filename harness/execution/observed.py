@@ -87,16 +87,19 @@ class TracedSpawner:
 
     mode = SpawnMode.FRESH
 
-    def __init__(self, trace: Path, extra: Sequence[str] = (), *, seccomp: bool = True) -> None:
+    def __init__(self, trace: Path, extra: Sequence[str] = (), *, seccomp: bool = True,
+                 follow: bool = True) -> None:
         self.trace = trace
         self.extra = list(extra)  # more strace options: a call to inject (`fs_inject.inject_args`)
         self.seccomp = seccomp  # False for an injected signal (`fs_trace.strace_argv`)
+        self.follow = follow  # False: the main thread only (`syscall_points.kill_args`)
         self.strace = strace_path()
 
     def spawn(self, launch: Launch, probe_fds: tuple[int, int]) -> Process:
         env = agent_env(launch, probe_fds)
         out = output_fd(launch)
-        argv = [*strace_argv(self.strace, self.trace, seccomp=self.seccomp), *self.extra, "--",
+        argv = [*strace_argv(self.strace, self.trace, seccomp=self.seccomp, follow=self.follow),
+                *self.extra, "--",
                 "setpriv", "--pdeathsig", "KILL", "--", "setsid", *launch.program, *launch.args]
         try:
             tracer = subprocess.Popen(

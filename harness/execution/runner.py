@@ -23,7 +23,7 @@ from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec, pass_env_of
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
 from crashmatrix.harness.adapters.tools import declared_policies
-from crashmatrix.harness.execution import blackbox, case_services
+from crashmatrix.harness.execution import blackbox, case_services, syscall_points
 from crashmatrix.harness.execution.case_services import DownstreamHost
 from crashmatrix.harness.execution.freeze_chain import FreezeChain
 from crashmatrix.harness.execution.fs_inject import inject_args, injected
@@ -373,6 +373,11 @@ class CaseRunner:
         is never crashed and gets no deliveries). `probes` False: black-box, the agent is not
         attached; `record_calls`: trace it and keep its store calls (a black-box recording)."""
         env = {**self._env(), **(spec.services or {}), CASE_ENV: os.fspath(case_dir)}
+        # A system-call point's count is the main thread's: a traced run must make the same calls
+        # whether or not an earlier one cached bytecode (syscall_points.py).
+        counting = (record_calls and probes) or (step is not None and step.syscall)
+        if counting:
+            env.update(syscall_points.NO_BYTECODE)
         started = time.monotonic()
         adapter = self.config.adapter
         # An observing fault's incarnation: a fresh process under strace, the session imaged first.
@@ -396,7 +401,12 @@ class CaseRunner:
             armed = case_services.ArmedRequest(self.config.downstream, case_key, record, step,
                                                case_services.injection_of(request_fault))
             step = None
-        if killing_step is not None:
+        if killing_step is not None and killing_step.syscall:
+            # Traced whole (the main thread, every file): an observing fault reads what it did.
+            extra = syscall_points.kill_args(killing_step.kind, killing_step.n)
+            spawner, cover, step = TracedSpawner(trace, extra, seccomp=False, follow=False), None, None
+            record.observed = observing
+        elif killing_step is not None:
             extra = blackbox.kill_args(spec.session, killing_step.kind, killing_step.label, killing_step.n)
             # Not `observed`: that names a fault judging what the calls left (power, I/O errors),
             # whose verdicts depend on --fsync; a kill keeps the page cache either way.
@@ -476,13 +486,17 @@ class CaseRunner:
                     # strace has exited (it was waited for): its trace is whole
                     if inject is not None and injected_step is not None and before is not None:
                         self._injected(inject, injected_step, record, spec, trace, before)
+                    elif killing_step is not None and killing_step.syscall:
+                        self._killed_at_syscall(killing_step, record, spec, trace, before)
                     elif killing_step is not None:
                         self._killed_at_call(killing_step, record, spec, trace)
+                    elif record_calls and probes:
+                        # The agent's event writes mark which calls a probe event already
+                        # stands before (syscall_points.points).
+                        record.store_calls = syscall_points.points(parse_file(trace), spec.session,
+                                                                   inc.event_fd)
                     elif record_calls:
-                        # Probes on: the agent's event writes mark which calls a probe event
-                        # already stands before (blackbox.store_points).
-                        record.store_calls = blackbox.store_points(
-                            parse_file(trace), spec.session, inc.event_fd if probes else None)
+                        record.store_calls = blackbox.store_points(parse_file(trace), spec.session)
             except IncarnationTimeout:
                 record.timed_out = True
                 inc.kill()
@@ -514,6 +528,27 @@ class CaseRunner:
             return
         record.killed_at_call = f"{step.kind} {step.n} of {step.label}"
         self.fault(step.fault).apply(self.config.adapter, spec)
+
+    def _killed_at_syscall(self, step: CrashStep, record: IncarnationRecord, spec: LaunchSpec,
+                           trace: Path, before: TreeImage | None) -> None:
+        """After a system-call step's incarnation ended: check strace killed it entering the
+        call the step names, then let the fault act: a kill as after any kill, an observing one
+        (`power`) on the whole trace of the main thread and the image taken before it."""
+        calls = parse_file(trace)
+        missed = syscall_points.landed(calls, spec.session, step.kind, step.label, step.n)
+        if missed is not None:
+            record.nondeterministic = (
+                f"incarnation {record.index} was not killed entering {step.kind} call {step.n} on "
+                f"{step.label}, as the recording promised: {missed} (exit code {record.exit_code})")
+            return
+        record.killed_at_call = f"{step.kind} {step.n} (on {step.label})"
+        fault = self.fault(step.fault)
+        if before is not None and observes_of(fault):
+            observed = ObservedKill(self.config.adapter, spec, calls, before, self.config.fsync)
+            fault.apply_observed(observed)
+            record.fault_notes = observed.notes
+        else:
+            fault.apply(self.config.adapter, spec)
 
     def _injected(self, fault: InjectingFault, step: CrashStep, record: IncarnationRecord,
                   spec: LaunchSpec, trace: Path, before: TreeImage) -> None:

@@ -195,6 +195,17 @@ def observes_of(fault: FaultKind) -> bool:
     return bool(getattr(fault, "observes", False))
 
 
+def at_syscall_points_of(fault: FaultKind) -> bool:
+    """Whether the fault acts at a system-call point (`run --syscalls`): a kill that can land as
+    the agent enters a call (`at_store_calls`), or a KILL fault that observes the calls the kill
+    leaves behind (`power`: the main thread's whole trace is there, syscall_points.py)."""
+    if at_crash_of(fault) is not AtCrash.KILL or injecting(fault) is not None:
+        return False
+    if at_request(fault) is not None:
+        return False
+    return bool(getattr(fault, "at_store_calls", False)) or observes_of(fault)
+
+
 def at_store_calls_of(fault: FaultKind) -> bool:
     """The fault's `at_store_calls` (never for a non-KILL or observing fault); False for a fault
     kind that predates the member."""

@@ -17,6 +17,10 @@ At any other event an agent that syncs each commit has nothing of its log unsync
 loss there equals a kill (already in the matrix); a write the agent leaves unsynced elsewhere
 (its settings, its lock) is still modelled at these two points, since it precedes them.
 
+With `run --syscalls` it is also enumerated at each system-call point (a store call between two
+probe events): strace kills the agent as its main thread enters the call, traced whole, and the
+loss is computed from that trace as here (harness/execution/syscall_points.py).
+
 Only the session directory is modelled: the workspace stands for the world the tools act on (in
 production, other machines and services), which a power loss of the agent's host does not undo.
 Not in the default set (`by_default`): each case costs a fresh interpreter under strace; select it
@@ -40,7 +44,9 @@ class Power:
     at_crash = AtCrash.KILL
     observes = True
     by_default = False
-    at_store_calls = False  # it needs every call on the session; a black-box kill traces one file
+    # Not at black-box store calls: it needs every call on the session, and a black-box kill
+    # traces one file. At system-call points (`--syscalls`) it is, as an observing KILL fault.
+    at_store_calls = False
 
     def __init__(self, name: str, keep: int) -> None:
         self.name = name

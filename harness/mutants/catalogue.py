@@ -58,6 +58,7 @@ class MutantName(StrEnum):
     CANCEL_AFTER_FIRST_REPLY = "cancel-after-first-reply"
     INPUTS_BEFORE_TASK = "inputs-before-task"
     COMPACTS_LOG_IN_PLACE = "compacts-log-in-place"
+    RENAMES_BEFORE_SYNC = "renames-before-sync"
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,13 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "A restart compacts its log in place, truncating the file and then writing its commits "
        "back, so a crash between the two calls leaves the session with no record at all.",
        G.compacts_log_in_place, "changelog-fast", syscalls=True),
+    # Killed only by a power loss at a recovery's system call (`run --syscalls --fault power
+    # --depth 2`): a kill keeps the page cache, and by the next commit the file is synced.
+    _m(N.RENAMES_BEFORE_SYNC,
+       "A restart compacts its log into a new file and renames it over the old one, but syncs the "
+       "folder before the file, so a power loss between the two syncs keeps the new name with none "
+       "of its bytes.",
+       G.compacts_log_unsynced_rename, "changelog-fast", faults=("power",), syscalls=True),
 )})
 
 

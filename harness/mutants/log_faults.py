@@ -90,3 +90,34 @@ def compacts_log_in_place(p: Patcher) -> None:
         open_log(self)
 
     p.replace(SessionLog, "open", open_and_compact)
+
+
+def compacts_log_unsynced_rename(p: Patcher) -> None:
+    open_log: Callable[[SessionLog], None] = SessionLog.open
+
+    def open_and_compact(self: SessionLog) -> None:
+        # The fault: a restart compacts the log it found by writing its good commits to a
+        # temporary file and renaming that over the log, the safe way, but syncs the folder
+        # before the file: between the two syncs the new name is durable and its bytes are not.
+        # A kill there keeps the page cache and loses nothing; only a power loss at that system
+        # call finds the log empty.
+        path = Path(os.path.abspath(self.path))
+        if path.exists() and path.stat().st_size:
+            commits, good_len, _ = log_module.scan(path.read_bytes(), path)
+            if commits:
+                tmp = path.with_suffix(".compact")
+                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+                try:
+                    log_module.write_all(fd, path.read_bytes()[:good_len])
+                finally:
+                    os.close(fd)
+                os.replace(tmp, path)
+                log_module._fsync_dir(path.parent)
+                fd = os.open(path, os.O_WRONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        open_log(self)
+
+    p.replace(SessionLog, "open", open_and_compact)

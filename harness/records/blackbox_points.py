@@ -3,8 +3,9 @@
 `execution.blackbox.store_points` writes the list (`syscall:file`, in call order); two prefixes
 mark calls that are no crash point: `COUNTED`, a call strace's ordinal counts (an open of a
 file that does not truncate it), and `REFUSED`, a call on a file stored to from several threads,
-whose n-th call is another call in another run. With probes on (`--syscalls`) a third, `SAME`:
-a call a kill at the probe event just before it already stands for (no store call between).
+whose n-th call is another call in another run. `--syscalls` lists (execution.syscall_points)
+use `REFUSED` and a third, `SAME`: a call a kill at the probe event just before it already stands
+for (no store call between).
 """
 
 from __future__ import annotations
@@ -37,10 +38,24 @@ def crash_points(points: Sequence[str]) -> list[tuple[str, int]]:
     seen: dict[str, int] = {}
     out = []
     for raw in points:
-        point = raw.lstrip(COUNTED + REFUSED + SAME)
+        point = raw.lstrip(COUNTED + REFUSED)
         seen[point] = seen.get(point, 0) + 1
         if raw == point:
             out.append((point, seen[point]))
+    return out
+
+
+def syscall_crash_points(listed: Sequence[str]) -> list[tuple[int, str, str]]:
+    """(N, syscall, file label) of each crash point a `--syscalls` incarnation listed
+    (`N:syscall:file`, N the main thread's count: execution.syscall_points); `SAME` and
+    `REFUSED` entries are none."""
+    out = []
+    for entry in listed:
+        if entry[:1] in (SAME, REFUSED):
+            continue
+        n, _, point = entry.partition(":")
+        syscall, _, label = point.partition(":")
+        out.append((int(n), syscall, label))
     return out
 
 

@@ -74,7 +74,7 @@ def test_our_agent_holds_at_the_system_calls_of_its_recoveries(tmp_path: Path) -
 
 
 def test_a_log_compacted_in_place_is_caught_only_at_a_recovery_s_system_call(tmp_path: Path) -> None:
-    code, found = run(tmp_path / "deep", "--agent", MUTANT, "--syscalls", "--depth", "2", "--shard", "1/4")
+    code, found = run(tmp_path / "deep", "--agent", MUTANT, "--syscalls", "--depth", "2", "--shard", "1/8")
     failed = [r for r in found if r["verdict"] == "fail"]
     assert code == 1
     assert failed
@@ -106,3 +106,35 @@ def test_syscalls_are_refused_with_black_box_and_for_a_fault_that_cannot_act_at_
     assert "none of the selected faults can act at a system call" in torn.stderr
     assert not (tmp_path / "a").exists()
     assert not (tmp_path / "b").exists()
+
+
+def test_our_agent_holds_a_power_loss_at_every_system_call_point(tmp_path: Path) -> None:
+    code, found = run(tmp_path / "o", "--syscalls", "--fault", "power", "--fault", "kill")
+    assert code == 0, [(r["case"], invariants(r)) for r in found if r["verdict"] != "pass"]
+    powered = [r for r in found if at_calls(r) and r["case"].endswith("/power")]
+    assert powered
+    # A power loss at a call between events undoes what was not synced: the settings file's
+    # rename, whose folder was not synced yet, among them.
+    replay = crashmatrix("repro", f"{SCENARIO}/s01:rename:config.tmp/power")
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "SIGKILL entering rename 1 (on config.tmp) (strace)" in replay.stdout
+    assert "config.tmp: gone (its name was never synced to its folder)" in replay.stdout
+
+
+def test_a_rename_synced_before_its_data_is_caught_only_by_a_power_loss_at_a_recovery_s_call(
+        tmp_path: Path) -> None:
+    agent = "mutant:renames-before-sync"
+    code, found = run(tmp_path / "deep", "--agent", agent, "--syscalls", "--fault", "power",
+                      "--depth", "2", "--shard", "1/8")
+    failed = [r for r in found if r["verdict"] == "fail"]
+    assert code == 1
+    assert failed
+    # The log's name is durable, its bytes are not: only between the folder's sync and the file's.
+    assert {t for r in failed for t in at_calls(r)} == {"s02:fsync:session.jsonl/power"}
+    assert all(r["depth"] == 2 and "durable-commits" in invariants(r) for r in failed)
+    replay = crashmatrix(*shlex.split(failed[0]["repro"])[1:])
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    # A kill at the same calls keeps the page cache; a power loss at events comes after the sync.
+    assert run(tmp_path / "kills", "--agent", agent, "--syscalls", "--depth", "2", "--shard", "1/8")[0] == 0
+    assert run(tmp_path / "events", "--agent", agent, "--fault", "power", "--depth", "2",
+               "--shard", "1/8")[0] == 0
