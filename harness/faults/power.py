@@ -6,7 +6,10 @@ and that image what the disk would hold had the power gone instead (each file as
 sync, names as of their folder's last sync), and `apply_observed` writes that over the session
 directory. `power-keep1` is the same loss, except that the store file's first unsynced write
 reached the disk (a torn tail at a write boundary; the store file: the one written last, the
-commit's, not the lock record every incarnation writes first and never syncs).
+commit's, not the lock record every incarnation writes first and never syncs). `power-names` is
+the other order: every name change (create, rename, unlink) reached the disk though its folder
+was not synced, and no unsynced byte did, so a file renamed into place before its bytes were
+synced is there and empty (`power_state`, `names_now`).
 
 Enumerated at the two boundaries where what was written and what was synced differ:
 - `commit.written`: the commit's bytes are written, not yet synced (with fsync on, the power loss
@@ -48,9 +51,10 @@ class Power:
     # traces one file. At system-call points (`--syscalls`) it is, as an observing KILL fault.
     at_store_calls = False
 
-    def __init__(self, name: str, keep: int) -> None:
+    def __init__(self, name: str, keep: int, names_now: bool = False) -> None:
         self.name = name
         self.keep = keep  # unsynced writes of the store file that reach the disk anyway, first first
+        self.names_now = names_now  # every name change reached the disk, synced or not
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return kind in POWER_AT
@@ -62,7 +66,7 @@ class Power:
         pass  # a KILL fault is never frozen
 
     def apply_observed(self, observed: Observed) -> None:
-        state = power_state(observed.calls, observed.before, self.keep)
+        state = power_state(observed.calls, observed.before, self.keep, self.names_now)
         write_state(state)
         if not observed.fsync:
             observed.note("power loss with --fsync off: the agent was told not to sync its commits")
@@ -102,3 +106,4 @@ def write_state(state: PowerState) -> None:
 
 POWER = Power("power", keep=0)
 POWER_KEEP1 = Power("power-keep1", keep=1)
+POWER_NAMES = Power("power-names", keep=0, names_now=True)

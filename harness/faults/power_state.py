@@ -22,6 +22,12 @@ reaches the disk unless a sync put it there.
   that one would always be the write kept, and the log never torn. A kept write extends the
   file's synced content when it appends to it; one that does not is not kept.
 
+- `names_now`: the other order a file system may persist things in: every name change the
+  incarnation made (a create, a rename, an unlink) reached the disk, though its folder was not
+  synced since, while the data stays as of each file's last sync. A file renamed into place
+  before its bytes were synced is then there, holding what was synced of it (for a new file:
+  nothing): the zero-length file some file systems leave after a power loss.
+
 Files the calls never touched are not in the result: they are left as they are (another
 process's files, e.g. an inbox item its sender synced).
 """
@@ -79,6 +85,7 @@ class _Inode:
     length: int = 0
     intact: bool = True
     foreign: bool = False
+    created: bool = False  # made by this incarnation: its bytes "before" are none
     broken: str | None = None  # why the synced content cannot be told
     pending: list[tuple[int, int, int]] = field(default_factory=list)  # (order, offset, count) since sync
 
@@ -175,6 +182,7 @@ class _Model:
         if inode is None:
             if "O_CREAT" in call.flags:
                 inode = self._new()
+                inode.created = True
                 self._bind(path, inode)
             else:
                 inode = self._inode_at(path, create_foreign=True)
@@ -255,7 +263,7 @@ class _Model:
         if self.scoped(new):
             self.current[new] = moving.number
 
-    def state(self, keep: int) -> PowerState:
+    def state(self, keep: int, names_now: bool = False) -> PowerState:
         # A foreign path with paths under it is another process's directory (the inbox the
         # harness delivered into while the agent ran), not a file: it holds no bytes, and what
         # lies in it is judged path by path (issue 33, P1).
@@ -264,6 +272,8 @@ class _Model:
             if inode.foreign and not inode.is_dir and any(p.startswith(path + "/") for p in self.current):
                 inode.is_dir = True
         kept = self._kept(keep)
+        if names_now:  # every name as the incarnation left it (see the module)
+            self.durable = {p: self.current.get(p) for p in {*self.current, *self.durable}}
         targets: dict[str, Target] = {}
         notes = list(self.notes)
         where = {number: path for path, number in self.current.items()}
@@ -329,6 +339,10 @@ class _Model:
                     f"{rel}: kept {inode.length + extra} of {inode.size} bytes ({extra} unsynced kept)")
         if inode.data is not None:
             changed = inode.pending or inode.size != len(inode.data)
+            if inode.created:
+                return Target(TargetKind.BYTES, data=inode.data), (
+                    f"{rel}: empty (created by this incarnation, none of its bytes synced)"
+                    if changed else None)
             return Target(TargetKind.BYTES, data=inode.data), (
                 f"{rel}: back to its {len(inode.data)} bytes before this incarnation "
                 "(nothing of it synced since)" if changed else None)
@@ -342,9 +356,10 @@ class _Model:
             f"{rel}: cut back to {inode.length} of {inode.size} bytes (its last sync)" if unsynced else None)
 
 
-def power_state(calls: Sequence[FsCall], before: TreeImage, keep: int = 0) -> PowerState:
+def power_state(calls: Sequence[FsCall], before: TreeImage, keep: int = 0,
+                names_now: bool = False) -> PowerState:
     """The tree under `before.root` after a power loss at the end of `calls`: see the module."""
     model = _Model(before)
     for call in calls:
         model.apply(call)
-    return model.state(keep)
+    return model.state(keep, names_now)

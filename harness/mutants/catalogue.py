@@ -59,6 +59,7 @@ class MutantName(StrEnum):
     INPUTS_BEFORE_TASK = "inputs-before-task"
     COMPACTS_LOG_IN_PLACE = "compacts-log-in-place"
     RENAMES_BEFORE_SYNC = "renames-before-sync"
+    SETTINGS_RESAVED_UNSYNCED = "settings-resaved-unsynced"
 
 
 @dataclass(frozen=True)
@@ -262,6 +263,13 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "folder before the file, so a power loss between the two syncs keeps the new name with none "
        "of its bytes.",
        G.compacts_log_unsynced_rename, "changelog-fast", faults=("power",), syscalls=True),
+    # Killed only by `power-names`: the strict loss undoes the unsynced rename (the synced
+    # settings are back); a kill keeps the page cache.
+    _m(N.SETTINGS_RESAVED_UNSYNCED,
+       "Each start saves the agent's settings again by renaming a temporary file over them, "
+       "syncing neither, so a file system that persists the rename before the bytes leaves, after "
+       "a power loss, a settings file with nothing in it, and the session cannot restart.",
+       G.settings_resaved_unsynced, "changelog-fast", faults=("power-names",)),
 )})
 
 

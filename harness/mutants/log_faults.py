@@ -9,6 +9,7 @@ from pathlib import Path
 
 from crashmatrix.agent import log as log_module
 from crashmatrix.agent.log import SessionLog
+from crashmatrix.agent.loop import Agent
 from crashmatrix.agent.records import EntryType
 from crashmatrix.harness.mutants.patching import Patcher
 
@@ -121,3 +122,19 @@ def compacts_log_unsynced_rename(p: Patcher) -> None:
         open_log(self)
 
     p.replace(SessionLog, "open", open_and_compact)
+
+
+def settings_resaved_unsynced(p: Patcher) -> None:
+    recover: Callable[..., str | None] = Agent.recover
+
+    def resave_then_recover(self: Agent, start_queued: bool = True) -> str | None:
+        # The fault: every start (a run's too) saves the settings it read again, by renaming a temporary
+        # file over them, synced neither (the file nor its folder). The strict loss undoes the
+        # rename (the synced settings are back) and a kill keeps the page cache; a file system
+        # that persists the rename before the bytes leaves a settings file with nothing in it.
+        path = self.log.path.parent / "config.json"
+        if path.exists():
+            log_module.replace_file(path, path.read_bytes(), fsync=False)
+        return recover(self, start_queued)
+
+    p.replace(Agent, "recover", resave_then_recover)

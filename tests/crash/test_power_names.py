@@ -1,0 +1,51 @@
+"""`power-names`: a power loss that persisted every name change and no unsynced byte, end to end."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.crash,
+              pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")]
+CLI = [sys.executable, "-m", "crashmatrix"]
+SCENARIO = "changelog-fast"
+MUTANT = "mutant:settings-resaved-unsynced"
+
+
+def crashmatrix(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+def run(out: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:
+    proc = crashmatrix("run", "--scenario", SCENARIO, "--out", str(out), *extra)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    return proc.returncode, [json.loads(line) for line in lines]
+
+
+def test_our_agent_holds_whichever_order_the_disk_kept(tmp_path: Path) -> None:
+    code, found = run(tmp_path / "o", "--fault", "power-names", "--syscalls")
+    assert code == 0, [(r["case"], r["violations"][:1]) for r in found if r["verdict"] != "pass"]
+    assert sum(1 for r in found if r["case"].endswith("/power-names")) > 2
+
+
+def test_settings_renamed_before_their_bytes_are_caught_only_in_that_order(tmp_path: Path) -> None:
+    code, found = run(tmp_path / "names", "--agent", MUTANT, "--fault", "power-names")
+    assert code == 1
+    failed = [r for r in found if r["verdict"] == "fail"]
+    assert failed
+    assert all(r["case"].endswith("/power-names") for r in failed)
+    replay = crashmatrix(*shlex.split(failed[0]["repro"])[1:])
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "config.json: empty (created by this incarnation, none of its bytes synced)" in replay.stdout
+    assert "config.json: not valid JSON" in replay.stdout
+    # The strict order undoes the unsynced rename; a kill keeps the page cache.
+    assert run(tmp_path / "strict", "--agent", MUTANT, "--fault", "power", "--fault", "power-keep1",
+               "--fault", "kill", "--syscalls")[0] == 0
