@@ -11,11 +11,13 @@ from crashmatrix.harness.faults.interface import (
     at_store_calls_of,
     at_syscall_points_of,
     injecting,
+    observes_of,
 )
-from crashmatrix.harness.records.blackbox_points import crash_points, syscall_crash_points
+from crashmatrix.harness.records.blackbox_points import crash_points, syscall_crash_points, syscall_refused
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.scenarios.arrivals import after_arrival
+from crashmatrix.scenarios.arrivals import parse as arrival_of
 
 
 def steps_from_trace(points: list[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
@@ -57,12 +59,19 @@ def injected_steps(points: list[str], faults: Sequence[FaultKind]) -> list[Crash
 
 
 def syscall_steps(store_calls: Sequence[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
-    """`--syscalls`: at each store call of a traced incarnation that is a crash point (not one a
-    probe event's kill stands for: `execution.syscall_points`), each fault that acts there (a
-    kill, a power loss); the step counts the main thread's calls of that syscall, probes on."""
+    """`--syscalls`: at each store call of a traced incarnation, each fault that acts at a system
+    call (a kill, a power loss) and is not enumerated at the probe event that stands for it
+    (`execution.syscall_points`: a `SAME` point); no observing fault where another thread
+    stored too. The step counts the main thread's calls of that syscall, probes on."""
     at_calls = [f for f in faults if at_syscall_points_of(f)]
-    return [CrashStep(n, syscall, file, f.name, syscall=True)
-            for n, syscall, file in syscall_crash_points(store_calls) for f in at_calls]
+    if syscall_refused(store_calls):
+        at_calls = [f for f in at_calls if not observes_of(f)]
+    steps = []
+    for n, syscall, file, event in syscall_crash_points(store_calls):
+        kind, _, label = (event or "").partition(":")
+        steps += [CrashStep(n, syscall, file, f.name, syscall=True) for f in at_calls
+                  if event is None or not f.enumerated_at(kind, label)]
+    return steps
 
 
 def single_crash_cases(scenario: str, first_incarnation: list[str],
@@ -114,7 +123,8 @@ def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind],
     steps = steps_from_trace(trace[case.depth], faults)
     if len(requests) > case.depth:
         steps += downstream_steps(requests[case.depth], faults)
-    if len(store_calls) > case.depth:
+    if len(store_calls) > case.depth and arrival_of(case.scenario) is None:
+        # An arrival variant's crash points are events from its arrival on (single_crash_cases).
         steps += syscall_steps(store_calls[case.depth], faults)
     return [case.extend(step) for step in steps]
 

@@ -512,7 +512,9 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                    if Case.parse(unknown[0]).scenario in failed_first else
                    f"no such case in this matrix ({len(matrix.enumerated_ids)} cases enumerated, e.g. "
                    f"{min(matrix.enumerated_ids, default='none')}; at --depth 2 a deeper case runs "
-                   "only when its parent is named too)")
+                   "only when its parent is named too"
+                   + ("; a case with an sNN step needs --syscalls" if not syscalls and any(
+                       s.syscall for s in Case.parse(unknown[0]).schedule) else "") + ")")
             fail(f"--case {unknown[0]}: {why}; `crashmatrix run` without --case lists them all")
         click.echo(f"crashmatrix: note: --case: a slice of the matrix, {len(set(only_cases))} named "
                    "case(s) beside the recordings; every other case was left out", err=True)
@@ -617,7 +619,8 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
     if syscalls:
         _syscalls_usable(adapter, selected)
     with runner_config(agent, timeout, fsync_default(fsync_given, selected, black_box), False, spawn,
-                       resolved=adapter, max_events=max_events, blackbox=black_box) as cfg:
+                       resolved=adapter, max_events=max_events, blackbox=black_box,
+                       syscalls=syscalls) as cfg:
         for s in scenarios:
             for case in _enumerate(cfg, s, selected, syscalls):
                 click.echo(case.case_id)
@@ -674,13 +677,13 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
     black_box = black_box or case.blackbox  # a black-box step's id says so
     if black_box:
         _black_box_usable(adapter_named(agent), selected, case.depth or 1)
-    syscalls = case.schedule[:1] != () and case.schedule[0].syscall  # its first step needs a traced recording
-    if any(step.syscall for step in case.schedule):
+    syscalls = any(step.syscall for step in case.schedule)
+    if syscalls:
         _syscalls_usable(adapter_named(agent), selected)
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
     fsync = fsync_default(fsync_given, selected, black_box)
     with runner_config(agent, timeout, fsync, keep, spawn, work=work, max_events=max_events,
-                       blackbox=black_box) as cfg:
+                       blackbox=black_box, syscalls=syscalls) as cfg:
         require_fit(cfg.adapter, [scenario])
         try:
             check_faults(case, cfg.adapter)
@@ -689,7 +692,8 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         if selected:
             _faults(cfg.adapter, selected)
         if case.schedule:
-            ids = [c.case_id for c in _enumerate(cfg, scenario, selected, syscalls)]
+            # A first step at a system call needs the recording traced to be found.
+            ids = [c.case_id for c in _enumerate(cfg, scenario, selected, case.schedule[0].syscall)]
             first = Case(case.scenario, case.schedule[:1]).case_id
             if first not in ids:
                 close = difflib.get_close_matches(first, ids, n=3, cutoff=0.5)

@@ -105,7 +105,8 @@ class Matrix:
         # --syscalls: a case that may be extended traces its finishing incarnation (a fresh
         # process under strace), and one with a system-call step is killed by the tracer: neither
         # starts from a crash state, whose recovery may be a zygote's fork.
-        traced = self.config.runner.syscalls and self.may_extend(case)
+        traced = self.config.runner.syscalls and (
+            case.depth == 0 or case.depth < self.depth_of(case.scenario))
         at_call = any(s.at_call for s in case.schedule)
         if self.states is None or scenario.services:
             # A downstream service's state is not in the case tree: no crash state can hold it.

@@ -373,10 +373,9 @@ class CaseRunner:
         is never crashed and gets no deliveries). `probes` False: black-box, the agent is not
         attached; `record_calls`: trace it and keep its store calls (a black-box recording)."""
         env = {**self._env(), **(spec.services or {}), CASE_ENV: os.fspath(case_dir)}
-        # A system-call point's count is the main thread's: a traced run must make the same calls
-        # whether or not an earlier one cached bytecode (syscall_points.py).
-        counting = (record_calls and probes) or (step is not None and step.syscall)
-        if counting:
+        # A system-call point's count is the main thread's: no incarnation of the case may cache
+        # bytecode a later traced one would then not write or open (syscall_points.py).
+        if self.config.syscalls or (step is not None and step.syscall):
             env.update(syscall_points.NO_BYTECODE)
         started = time.monotonic()
         adapter = self.config.adapter
@@ -493,8 +492,8 @@ class CaseRunner:
                     elif record_calls and probes:
                         # The agent's event writes mark which calls a probe event already
                         # stands before (syscall_points.points).
-                        record.store_calls = syscall_points.points(parse_file(trace), spec.session,
-                                                                   inc.event_fd)
+                        record.store_calls = syscall_points.points(
+                            parse_file(trace), spec.session, inc.event_fd, [e.point for e in record.events])
                     elif record_calls:
                         record.store_calls = blackbox.store_points(parse_file(trace), spec.session)
             except IncarnationTimeout:
@@ -544,7 +543,10 @@ class CaseRunner:
         record.killed_at_call = f"{step.kind} {step.n} (on {step.label})"
         fault = self.fault(step.fault)
         if before is not None and observes_of(fault):
-            observed = ObservedKill(self.config.adapter, spec, calls, before, self.config.fsync)
+            # The call it was killed entering never ran: not a write the power took half of.
+            killed = [c for c in calls if c.syscall.value == step.kind][step.n - 1]
+            ran = [c for c in calls if c is not killed]
+            observed = ObservedKill(self.config.adapter, spec, ran, before, self.config.fsync)
             fault.apply_observed(observed)
             record.fault_notes = observed.notes
         else:

@@ -8,12 +8,17 @@ count needs neither `-f` nor `-P`, so the killed run is traced whole (every call
 thread, on every file): a `power` step computes from that trace what a power loss at the call
 leaves, which a trace narrowed to one file (`-P`, as black-box kills use) could not show.
 
-An entry is `N:syscall:file`; `SAME` marks one that a kill at the probe event just before it
-stands for (no store call in between: the matrix already has that state), `REFUSED` one made by
-another thread (its main-thread count is no count of it). Counting every call of the main thread
-asks that run to make the same calls before the point, which a traced agent does when it
-writes no bytecode cache (`PYTHONDONTWRITEBYTECODE` is set for these incarnations): a run that
-does not is caught (`landed`) and the case is nondeterministic, never held.
+An entry is `N:syscall:file`; `SAME` marks one that a crash at the probe event just before it
+stands for, for the faults enumerated at that event (no change to the session in between: the
+matrix already has that state), `REFUSED` one on a file another thread or process stores to too.
+"Traced whole" means the main thread's every call: a store written from other threads is
+refused, and its incarnation gets no power-loss step at all (the power model would not see
+those threads' writes and syncs). Counting every call of the main thread asks the killed run to
+make the same calls before the point as the recording did: no incarnation of a `--syscalls` run
+writes a bytecode cache (`PYTHONDONTWRITEBYTECODE`, honoured by forked children too), so the
+imports open the same files each time. A run that does not reach the call, or reaches it on
+another file, is caught (`landed`) and the case is nondeterministic, never held; a count that
+drifts onto another call of the same file is not caught (the id names no per-file ordinal).
 """
 
 from __future__ import annotations
@@ -31,31 +36,47 @@ from crashmatrix.harness.records.fs_calls import FsCall, Syscall
 NO_BYTECODE = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def points(calls: Sequence[FsCall], session: Path, events_fd: int | None) -> list[str]:
+def points(calls: Sequence[FsCall], session: Path, events_fd: int | None,
+           events: Sequence[str] = ()) -> list[str]:
     """The store calls among `calls` (a traced incarnation's, in the order they ended, threads
-    followed), each `N:syscall:file` with N its main-thread count (see the module), `SAME`- or
-    `REFUSED`-prefixed as the module says. The main thread is the one that made the first call."""
+    followed), each `N:syscall:file` with N its main-thread count (see the module). The main
+    thread is the one that made the first call.
+
+    `SAME`-prefixed, with the probe event before it (`=kind:label@N:syscall:file`, the event as
+    `events`, the incarnation's `kind:label` points, name it): a call with that event before it
+    and no change to the session between the two, so a crash at that event leaves the state a
+    crash entering the call leaves (for each fault enumerated at that event). `REFUSED` (`!`):
+    a call on a file another thread or process also stores to; its main-thread count is no
+    count of the other's calls, and the file's state at the call depends on them."""
     if not calls:
         return []
     root = os.path.realpath(session)
     main = calls[0].pid
+    shared = {_point(c, root).partition(":")[2] for c in calls
+              if c.pid != main and _store_call(c) and _under_any(c, root)}
     counts: dict[Syscall, int] = {}
     out: list[str] = []
-    evented = False  # a probe event since the last store call
+    seen_events = 0
+    since: str | None = None  # the probe event since the last change to the session, if any
     for call in calls:
-        if call.pid != main:
-            if _store_call(call) and _under_any(call, root):
-                out.append(f"{REFUSED}0:{_point(call, root)}")
-            continue
-        counts[call.syscall] = counts.get(call.syscall, 0) + 1
-        if events_fd is not None and call.syscall is Syscall.WRITE and call.fd == events_fd \
+        ours = call.pid == main
+        if ours:
+            counts[call.syscall] = counts.get(call.syscall, 0) + 1
+        if events_fd is not None and ours and call.syscall is Syscall.WRITE and call.fd == events_fd \
                 and not _under_any(call, root):
-            evented = True
+            seen_events += 1
+            since = events[seen_events - 1] if seen_events <= len(events) else None
             continue
-        if not _store_call(call) or not _under_any(call, root):
+        if not _under_any(call, root) or not _changes(call):
             continue
-        out.append(f"{SAME if evented else ''}{counts[call.syscall]}:{_point(call, root)}")
-        evented = False
+        point = _point(call, root)
+        if not ours or point.partition(":")[2] in shared:
+            if ours and _store_call(call):
+                out.append(f"{REFUSED}{counts[call.syscall]}:{point}")
+        elif _store_call(call):
+            out.append(f"{SAME}{since}@{counts[call.syscall]}:{point}" if since is not None
+                       else f"{counts[call.syscall]}:{point}")
+        since = None  # the session changed: a crash here is no longer the event's state
     return out
 
 
@@ -81,6 +102,14 @@ def landed(calls: Sequence[FsCall], session: Path, syscall: str, label: str, n: 
     if call.result is not None:
         return f"its {syscall} call {n} on {label} returned"
     return None
+
+
+def _changes(call: FsCall) -> bool:
+    """Whether the call changes the session's state (a store call, a file created, a folder
+    made): a crash after it is not the state of the probe event before it."""
+    if call.syscall in OPENS:
+        return TRUNCATING in call.flags or "O_CREAT" in call.flags
+    return call.syscall in STORE_CALLS or call.syscall in (Syscall.MKDIR, Syscall.MKDIRAT)
 
 
 def _store_call(call: FsCall) -> bool:

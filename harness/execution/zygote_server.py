@@ -51,6 +51,10 @@ def _child(request: dict[str, Any], fds: list[int], keep_closed: list[int], zygo
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        # As a fresh interpreter would read it at start: a forked child caches no bytecode either
+        # when told not to (`--syscalls` counts the calls of its traced incarnations).
+        told = os.environ.get("PYTHONDONTWRITEBYTECODE")
+        sys.dont_write_bytecode = bool(told or sys.flags.dont_write_bytecode)
         if request.get("probes", True):
             os.environ["CRASHMATRIX_PROBE"] = f"fd:{probe_r},{probe_w}"
         else:  # black-box: the channel stays open (its end of file is the agent's end), unnamed

@@ -9,7 +9,9 @@ reached the disk (a torn tail at a write boundary; the store file: the one writt
 commit's, not the lock record every incarnation writes first and never syncs). `power-names` is
 the other order: every name change (create, rename, unlink) reached the disk though its folder
 was not synced, and no unsynced byte did, so a file renamed into place before its bytes were
-synced is there and empty (`power_state`, `names_now`).
+synced is there and empty (`power_state`, `names_now`). `power-blocks` persists a grown file's
+length before its data: of what it gained since its last sync only the last 4 KiB block is kept,
+the blocks before it read as zeros (`blocks`).
 
 Enumerated at the two boundaries where what was written and what was synced differ:
 - `commit.written`: the commit's bytes are written, not yet synced (with fsync on, the power loss
@@ -51,10 +53,11 @@ class Power:
     # traces one file. At system-call points (`--syscalls`) it is, as an observing KILL fault.
     at_store_calls = False
 
-    def __init__(self, name: str, keep: int, names_now: bool = False) -> None:
+    def __init__(self, name: str, keep: int, names_now: bool = False, blocks: bool = False) -> None:
         self.name = name
         self.keep = keep  # unsynced writes of the store file that reach the disk anyway, first first
         self.names_now = names_now  # every name change reached the disk, synced or not
+        self.blocks = blocks  # a grown file's length before its data: only its last block kept
 
     def enumerated_at(self, kind: str, label: str) -> bool:
         return kind in POWER_AT
@@ -66,7 +69,7 @@ class Power:
         pass  # a KILL fault is never frozen
 
     def apply_observed(self, observed: Observed) -> None:
-        state = power_state(observed.calls, observed.before, self.keep, self.names_now)
+        state = power_state(observed.calls, observed.before, self.keep, self.names_now, self.blocks)
         write_state(state)
         if not observed.fsync:
             observed.note("power loss with --fsync off: the agent was told not to sync its commits")
@@ -100,10 +103,14 @@ def write_state(state: PowerState) -> None:
             p.write_bytes(target.data)
         elif target.kind is TargetKind.PREFIX and target.source is not None:
             data = sources.get(target.source, b"")
+            kept = bytearray(data if target.length is None else data[:target.length])
+            for start, end in target.holes:  # blocks that never reached the disk read as zeros
+                kept[start:end] = bytes(len(kept[start:end]))
             p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_bytes(data if target.length is None else data[:target.length])
+            p.write_bytes(bytes(kept))
 
 
 POWER = Power("power", keep=0)
 POWER_KEEP1 = Power("power-keep1", keep=1)
 POWER_NAMES = Power("power-names", keep=0, names_now=True)
+POWER_BLOCKS = Power("power-blocks", keep=0, blocks=True)

@@ -28,6 +28,11 @@ reaches the disk unless a sync put it there.
   before its bytes were synced is then there, holding what was synced of it (for a new file:
   nothing): the zero-length file some file systems leave after a power loss.
 
+- `blocks`: the file's length reached the disk before its data, block by block: a file that
+  grew since its last sync keeps its new length, and of what it gained only the last 4 KiB block
+  reached the disk; the blocks before it read as zeros (a hole). A commit that crossed a block
+  boundary is then a complete line whose head is NUL bytes. Names are as in the strict model.
+
 Files the calls never touched are not in the result: they are left as they are (another
 process's files, e.g. an inbox item its sender synced).
 """
@@ -41,6 +46,9 @@ from enum import StrEnum
 
 from crashmatrix.harness.records.fs_calls import FsCall, Syscall
 from crashmatrix.harness.records.tree_image import TreeImage
+
+# The unit a file system writes data in: `blocks` keeps or loses whole 4 KiB blocks.
+BLOCK = 4096
 
 
 class TargetKind(StrEnum):
@@ -58,6 +66,7 @@ class Target:
     source: str | None = None
     length: int | None = None  # PREFIX: None for the whole of `source`
     why: str | None = None
+    holes: tuple[tuple[int, int], ...] = ()  # PREFIX: (start, end) ranges read as zeros
 
 
 @dataclass(frozen=True)
@@ -263,7 +272,7 @@ class _Model:
         if self.scoped(new):
             self.current[new] = moving.number
 
-    def state(self, keep: int, names_now: bool = False) -> PowerState:
+    def state(self, keep: int, names_now: bool = False, blocks: bool = False) -> PowerState:
         # A foreign path with paths under it is another process's directory (the inbox the
         # harness delivered into while the agent ran), not a file: it holds no bytes, and what
         # lies in it is judged path by path (issue 33, P1).
@@ -292,7 +301,9 @@ class _Model:
             if inode.is_dir:
                 targets[path] = Target(TargetKind.DIR)
                 continue
-            target, note = self._content(inode, where.get(then), kept.get(then, 0), rel)
+            final = where.get(then)
+            grown = self._grown(inode, final, rel) if blocks else None
+            target, note = grown or self._content(inode, final, kept.get(then, 0), rel)
             targets[path] = target
             if then != now:
                 notes.append(f"{rel}: its name holds the file it held at its folder's last sync "
@@ -309,6 +320,20 @@ class _Model:
                 return False
             parent = os.path.dirname(parent)
         return True
+
+    def _grown(self, inode: _Inode, final: str | None, rel: str) -> tuple[Target, str] | None:
+        """`blocks`: a file that only grew since its last sync, with its new length and only the
+        last block of what it gained (None: it did not grow, or not only by appending)."""
+        if final is None or inode.broken or inode.foreign or not inode.intact or inode.size <= inode.length:
+            return None
+        last = max(inode.length, (inode.size - 1) // BLOCK * BLOCK)
+        if last == inode.length:
+            return (Target(TargetKind.PREFIX, source=final, length=inode.size),
+                    f"{rel}: kept its {inode.size} bytes (what it gained since its last sync fits its last "
+                    "block, which reached the disk)")
+        return (Target(TargetKind.PREFIX, source=final, length=inode.size, holes=((inode.length, last),)),
+                f"{rel}: kept its length, {inode.size} bytes, with bytes {inode.length} to {last} "
+                "zeros (its length reached the disk before those blocks)")
 
     def _kept(self, keep: int) -> dict[int, int]:
         """Inode -> bytes appended past its synced length by the store file's first `keep`
@@ -357,9 +382,9 @@ class _Model:
 
 
 def power_state(calls: Sequence[FsCall], before: TreeImage, keep: int = 0,
-                names_now: bool = False) -> PowerState:
+                names_now: bool = False, blocks: bool = False) -> PowerState:
     """The tree under `before.root` after a power loss at the end of `calls`: see the module."""
     model = _Model(before)
     for call in calls:
         model.apply(call)
-    return model.state(keep, names_now)
+    return model.state(keep, names_now, blocks)

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from crashmatrix.harness.adapters.interface import Adapter
-from crashmatrix.harness.faults.interface import FaultKind, at_request, by_default_of, observes_of
+from crashmatrix.harness.faults.interface import (
+    FaultKind,
+    at_request,
+    at_store_calls_of,
+    at_syscall_points_of,
+    by_default_of,
+    observes_of,
+)
 from crashmatrix.harness.plugins import FAULTS_GROUP, ExtensionPoint, UnknownPlugin
 from crashmatrix.harness.records.case import Case, CaseIdError
 
@@ -54,6 +61,12 @@ def check_faults(case: Case, adapter: Adapter, known: Iterable[FaultKind] | None
         if step.downstream != (at_request(fault) is not None):
             where = "a downstream request (dNN:kind:service)" if at_request(fault) else "a probe event"
             raise CaseIdError(f"bad crash step {step.token()!r}: fault {fault.name!r} acts at {where}")
+        if step.syscall and not at_syscall_points_of(fault):
+            raise CaseIdError(f"bad crash step {step.token()!r}: fault {fault.name!r} does not act at a "
+                              "system call (sNN steps take: a kill, a power loss)")
+        if step.blackbox and not at_store_calls_of(fault):
+            raise CaseIdError(f"bad crash step {step.token()!r}: fault {fault.name!r} does not act at a "
+                              "black-box store call (bNN steps take: kill)")
         lacking = sorted(c.value for c in fault.requires - adapter.capabilities)
         if lacking:
             raise CaseIdError(f"crash step {step.token()!r}: fault {fault.name!r} needs "

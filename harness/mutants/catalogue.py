@@ -60,6 +60,7 @@ class MutantName(StrEnum):
     COMPACTS_LOG_IN_PLACE = "compacts-log-in-place"
     RENAMES_BEFORE_SYNC = "renames-before-sync"
     SETTINGS_RESAVED_UNSYNCED = "settings-resaved-unsynced"
+    HOLES_TAKEN_FOR_DAMAGE = "holes-taken-for-damage"
 
 
 @dataclass(frozen=True)
@@ -270,6 +271,12 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "syncing neither, so a file system that persists the rename before the bytes leaves, after "
        "a power loss, a settings file with nothing in it, and the session cannot restart.",
        G.settings_resaved_unsynced, "changelog-fast", faults=("power-names",)),
+    # Killed only by `power-blocks`: no other loss leaves a complete line with zeros in it.
+    _m(N.HOLES_TAKEN_FOR_DAMAGE,
+       "The log's recovery takes a last line holding zeros for damage to an acknowledged commit, "
+       "so after a power loss that kept the log's new length but not all of its blocks, the "
+       "session refuses to open.",
+       G.holes_taken_for_damage, "large-result", faults=("power-blocks",)),
 )})
 
 

@@ -45,18 +45,26 @@ def crash_points(points: Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-def syscall_crash_points(listed: Sequence[str]) -> list[tuple[int, str, str]]:
-    """(N, syscall, file label) of each crash point a `--syscalls` incarnation listed
-    (`N:syscall:file`, N the main thread's count: execution.syscall_points); `SAME` and
-    `REFUSED` entries are none."""
+def syscall_crash_points(listed: Sequence[str]) -> list[tuple[int, str, str, str | None]]:
+    """(N, syscall, file label, the probe event before it or None) of each point a `--syscalls`
+    incarnation listed (`N:syscall:file`, or `=kind:label@N:syscall:file`, N the main thread's
+    count: execution.syscall_points); `REFUSED` entries are none."""
     out = []
     for entry in listed:
-        if entry[:1] in (SAME, REFUSED):
+        if entry.startswith(REFUSED):
             continue
-        n, _, point = entry.partition(":")
+        event, point = None, entry
+        if entry.startswith(SAME):
+            event, _, point = entry[len(SAME):].rpartition("@")
+        n, _, point = point.partition(":")
         syscall, _, label = point.partition(":")
-        out.append((int(n), syscall, label))
+        out.append((int(n), syscall, label, event))
     return out
+
+
+def syscall_refused(listed: Sequence[str]) -> bool:
+    """Whether the incarnation stored to a file from another thread or process too."""
+    return any(entry.startswith(REFUSED) for entry in listed)
 
 
 def refused(points: Sequence[str]) -> dict[str, int]:

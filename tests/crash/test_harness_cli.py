@@ -229,8 +229,8 @@ def test_an_unknown_agent_or_fault_is_a_usage_error(tmp_path: Path) -> None:
     proc = crashmatrix("repro", "changelog-fast/11:effect.after:append_note/zap")
     assert proc.returncode == 2
     assert ("unknown fault 'zap' (known: eio-fsync, enospc-write, error-after-apply, "
-            "error-before-apply, kill, kill-after-apply, power, power-keep1, power-names, reply-lost, "
-            "second, short-write, timeout, torn)") in proc.stderr
+            "error-before-apply, kill, kill-after-apply, power, power-blocks, power-keep1, power-names, "
+            "reply-lost, second, short-write, timeout, torn)") in proc.stderr
 
 
 def test_a_broken_plugin_or_scenario_folder_is_a_usage_error(tmp_path: Path) -> None:

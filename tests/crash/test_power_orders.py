@@ -1,4 +1,4 @@
-"""`power-names`: a power loss that persisted every name change and no unsynced byte, end to end."""
+"""Power losses in the other orders a disk may keep things in (`power-names`, `power-blocks`), end to end."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def crashmatrix(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=300, check=False)
 
 
-def run(out: Path, *extra: str) -> tuple[int, list[dict[str, Any]]]:
-    proc = crashmatrix("run", "--scenario", SCENARIO, "--out", str(out), *extra)
+def run(out: Path, *extra: str, scenario: str = SCENARIO) -> tuple[int, list[dict[str, Any]]]:
+    proc = crashmatrix("run", "--scenario", scenario, "--out", str(out), *extra)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
     return proc.returncode, [json.loads(line) for line in lines]
@@ -49,3 +49,24 @@ def test_settings_renamed_before_their_bytes_are_caught_only_in_that_order(tmp_p
     # The strict order undoes the unsynced rename; a kill keeps the page cache.
     assert run(tmp_path / "strict", "--agent", MUTANT, "--fault", "power", "--fault", "power-keep1",
                "--fault", "kill", "--syscalls")[0] == 0
+
+
+def test_a_log_that_kept_its_length_but_not_its_blocks_is_repaired_and_a_scan_that_refuses_it_caught(
+        tmp_path: Path) -> None:
+    code, found = run(tmp_path / "ours", "--fault", "power-blocks", scenario="large-result")
+    assert code == 0, [(r["case"], r["violations"][:1]) for r in found if r["verdict"] != "pass"]
+    # The read's result spans the log's first block boundary: the commit that saves it is the hole.
+    at = "large-result/17:commit.written:message.tool.read/power-blocks"
+    replay = crashmatrix("repro", at)
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert "with bytes 657 to 4096 zeros (its length reached the disk before those blocks)" in replay.stdout
+    assert "recovery.branch:open.torn_tail_repaired" in replay.stdout
+    agent = "mutant:holes-taken-for-damage"
+    caught, results = run(tmp_path / "mutant", "--agent", agent, "--fault", "power-blocks",
+                          scenario="large-result")
+    assert caught == 1
+    assert [r["case"] for r in results if r["verdict"] == "fail"] == [at]
+    assert crashmatrix("repro", at, "--agent", agent).returncode == 1
+    assert run(tmp_path / "others", "--agent", agent, "--fault", "power", "--fault", "power-keep1",
+               "--fault", "power-names", "--fault", "kill", "--fault", "torn", "--syscalls",
+               scenario="large-result")[0] == 0

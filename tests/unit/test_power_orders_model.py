@@ -1,4 +1,4 @@
-"""`power-names`: every name change reached the disk, no unsynced byte did (the other order). Pure."""
+"""The other orders a power loss may keep: names before bytes, a length before its blocks. Pure."""
 
 from __future__ import annotations
 
@@ -46,3 +46,31 @@ def test_bytes_synced_before_the_rename_survive_either_order() -> None:
     synced = UNSYNCED.replace("close(3", "fsync(3<" + TMP + ">) = 0\nclose(3")
     names = run(synced, True)
     assert names.targets[CONFIG] == Target(TargetKind.PREFIX, source=CONFIG, length=2)
+
+
+LOG = f"{ROOT}/session.jsonl"
+GROWN = f"""
+openat(AT_FDCWD</c>, "{LOG}", O_WRONLY|O_CREAT|O_APPEND|O_CLOEXEC, 0644) = 4<{LOG}>
+openat(AT_FDCWD</c>, "{ROOT}", O_RDONLY|O_CLOEXEC) = 5<{ROOT}>
+fsync(5<{ROOT}>) = 0
+write(4<{LOG}>, "a", 657) = 657
+fsync(4<{LOG}>) = 0
+write(4<{LOG}>, "b", 7138) = 7138
+"""
+
+
+def blocks(trace: str) -> PowerState:
+    lines = trace.strip().splitlines()
+    return power_state(parse(f"1 {line.strip()}\n" for line in lines), BEFORE, blocks=True)
+
+
+def test_a_grown_file_keeps_its_length_and_only_the_last_block_of_what_it_gained() -> None:
+    state = blocks(GROWN)
+    assert state.targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=7795, holes=((657, 4096),))
+    strict = power_state(parse(f"1 {line.strip()}\n" for line in GROWN.strip().splitlines()), BEFORE)
+    assert strict.targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=657)
+
+
+def test_a_file_that_gained_less_than_its_last_block_keeps_it_all() -> None:
+    small = GROWN.replace('"b", 7138) = 7138', '"b", 300) = 300')
+    assert blocks(small).targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=957)
