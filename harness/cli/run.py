@@ -99,7 +99,7 @@ from crashmatrix.harness.records.run_record import (
     write_run,
 )
 from crashmatrix.harness.records.terminal_text import terminal_safe
-from crashmatrix.harness.records.uncrashed import refused_files
+from crashmatrix.harness.records.uncrashed import refused_files, syscall_refusals
 from crashmatrix.harness.verify import CHECKS
 from crashmatrix.reports.facts import run_facts
 from crashmatrix.reports.header import header
@@ -570,6 +570,11 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         click.echo(f"crashmatrix: note: scenario {name}: black-box made no crash point on {named}: "
                    "stored to from several threads, whose calls strace counts per thread, so no "
                    "call can be named that another run repeats", err=True)
+    for name, on_files in syscall_refusals(results).items():
+        click.echo(f"crashmatrix: note: scenario {name}: --syscalls made no system-call point on "
+                   f"{', '.join(on_files)}: stored to from another thread or process too (their calls "
+                   "are not the main thread's to count), and its recording got no power-loss point "
+                   "at a system call", err=True)
     # A shard may hold only a scenario's recording: its crash cases are other shards' (merge judges).
     if shard_spec is None:
         refuse_uncrashed(results)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crashmatrix.harness.records.blackbox_points import crash_points, refused
+from crashmatrix.harness.records.blackbox_points import REFUSED, crash_points, refused
 from crashmatrix.harness.records.results import CaseResult
 
 
@@ -38,3 +38,18 @@ def refused_files(results: list[CaseResult]) -> dict[str, dict[str, int]]:
     several threads), each with its number of calls."""
     return {r.scenario: shared for r in sorted(results, key=lambda r: r.scenario)
             if r.depth == 0 and r.store_calls and (shared := refused(r.store_calls[0]))}
+
+
+def syscall_refusals(results: list[CaseResult]) -> dict[str, list[str]]:
+    """Per scenario, the session files its `--syscalls` recording refused as system-call points
+    (stored to from another thread or process too), when it refused any: an agent started
+    through a wrapper that forks, or writing from a thread pool, gets few or no such points, and
+    no power loss at them, and the run says so rather than hold quietly."""
+    out = {}
+    for r in sorted(results, key=lambda r: r.scenario):
+        if r.depth == 0 and r.syscall_points:
+            files = sorted({e.partition(":")[2].partition(":")[2] for e in r.syscall_points[0]
+                            if e.startswith(REFUSED)})
+            if files:
+                out[r.scenario] = files
+    return out

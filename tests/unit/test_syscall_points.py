@@ -18,6 +18,8 @@ from crashmatrix.harness.faults.registry import check_faults
 from crashmatrix.harness.faults.second import SECOND
 from crashmatrix.harness.faults.torn import TORN
 from crashmatrix.harness.records.case import Case, CaseIdError, CrashStep
+from crashmatrix.harness.records.results import CaseResult, Verdict
+from crashmatrix.harness.records.uncrashed import syscall_refusals
 
 SESSION = Path("/s/case/session")
 EVENTS = 9  # the probe channel's descriptor in the traced agent
@@ -138,3 +140,12 @@ def test_a_system_call_step_whose_fault_cannot_act_at_a_call_is_refused_by_its_i
         check_faults(Case.parse("s/s01:write:log/torn"), DURABLE)
     with pytest.raises(CaseIdError, match="fault 'power' does not act at a black-box store call"):
         check_faults(Case.parse("s/b01:write:log/power"), DURABLE)
+
+
+def test_a_recording_that_refused_files_is_said_so_per_scenario() -> None:
+    listed = points(parse(THREADED), SESSION, EVENTS, EVENTS_SEEN)
+    result = CaseResult(case="s/none", scenario="s", depth=0, verdict=Verdict.PASS, syscall_points=[listed])
+    assert syscall_refusals([result]) == {"s": ["log"]}
+    clean = CaseResult(case="t/none", scenario="t", depth=0, verdict=Verdict.PASS,
+                       syscall_points=[points(parse(TRACE), SESSION, EVENTS, EVENTS_SEEN)])
+    assert syscall_refusals([clean]) == {}
