@@ -48,7 +48,7 @@ def test_settings_renamed_before_their_bytes_are_caught_only_in_that_order(tmp_p
     assert "config.json: not valid JSON" in replay.stdout
     # The strict order undoes the unsynced rename; a kill keeps the page cache.
     assert run(tmp_path / "strict", "--agent", MUTANT, "--fault", "power", "--fault", "power-keep1",
-               "--fault", "kill", "--syscalls")[0] == 0
+               "--fault", "kill")[0] == 0
 
 
 def test_a_log_that_kept_its_length_but_not_its_blocks_is_repaired_and_a_scan_that_refuses_it_caught(
@@ -68,5 +68,4 @@ def test_a_log_that_kept_its_length_but_not_its_blocks_is_repaired_and_a_scan_th
     assert [r["case"] for r in results if r["verdict"] == "fail"] == [at]
     assert crashmatrix("repro", at, "--agent", agent).returncode == 1
     assert run(tmp_path / "others", "--agent", agent, "--fault", "power", "--fault", "power-keep1",
-               "--fault", "power-names", "--fault", "kill", "--fault", "torn", "--syscalls",
-               scenario="large-result")[0] == 0
+               "--fault", "power-names", "--fault", "torn", scenario="large-result")[0] == 0
