@@ -20,7 +20,8 @@ import click
 from crashmatrix.harness.cli.agent_runs import folder_of, run_agents
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.matrix_setup import adapter_named, printed_dirs, scenarios_named
-from crashmatrix.harness.cli.run import _black_box_scenarios, _black_box_usable, _faults
+from crashmatrix.harness.cli.run import _black_box_scenarios, _faults
+from crashmatrix.harness.cli.traced_modes import black_box_usable
 from crashmatrix.harness.records.results import (
     DEFAULT_MAX_EVENTS,
     DEFAULT_TIMEOUT_S,
@@ -81,7 +82,7 @@ def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str
     selected = {a: _faults(adapters[a], fault_names) for a in order}
     if black_box:
         for a in order:
-            _black_box_usable(adapters[a], selected[a], 1)
+            black_box_usable(adapters[a], selected[a], 1)
         scenarios = _black_box_scenarios(scenarios, named=bool(names))
     _claim(out_dir, overwrite or resume)
     runs = run_agents(order, adapters, scenarios, selected, out_dir, black_box=black_box, jobs=jobs,

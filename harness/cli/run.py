@@ -45,12 +45,12 @@ from crashmatrix.harness.cli.report import (
     say_completeness,
 )
 from crashmatrix.harness.cli.tools_table import tools_table
+from crashmatrix.harness.cli.traced_modes import black_box_usable, syscalls_usable
 from crashmatrix.harness.cli.verdict_exit import baseline_of, refuse_uncrashed, verdict_against, verdict_exit
 from crashmatrix.harness.enumeration import blackbox_cases, parse_shard, single_crash_cases
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.arrivals import with_arrivals
 from crashmatrix.harness.execution.crash_states import Tally
-from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path
 from crashmatrix.harness.execution.line_coverage import (
     LineCoverage,
     Unmeasured,
@@ -61,9 +61,7 @@ from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch_watch import watches
 from crashmatrix.harness.execution.trees import remove_tree
-from crashmatrix.harness.faults.interface import at_store_calls_of, at_syscall_points_of
 from crashmatrix.harness.faults.registry import (
-    FAULTS,
     check_faults,
     check_selection,
     faults_for,
@@ -157,42 +155,6 @@ def _faults(adapter: Adapter, names: tuple[str, ...]) -> tuple[str, ...] | None:
         fail("; ".join(problems))
     need_tracer(selected)
     return selected
-
-
-def _black_box_usable(adapter: Adapter, selected: tuple[str, ...] | None, depth: int) -> None:
-    """--black-box needs strace (exit 3), an agent whose store is files in its session directory,
-    a fault that can act at a store call, and depth 1 (exit 2 naming what is wrong)."""
-    if Capability.FILE_STORE not in adapter.capabilities:
-        fail(f"--black-box crashes an agent at its calls on the store files in its session directory; "
-             f"agent {adapter.name!r} does not declare 'file-store' (its store is elsewhere)")
-    if selected is not None:
-        unusable = [f.name for f in FAULTS.all() if f.name in selected and not at_store_calls_of(f)]
-        if unusable:
-            fail(f"--black-box: --fault {', '.join(unusable)} cannot act at a store call (black-box "
-                 "points take: " + ", ".join(f.name for f in FAULTS.all() if at_store_calls_of(f)) + ")")
-    if depth > 1:
-        fail("--black-box: --depth 1 only (a black-box matrix crashes the first incarnation once; "
-             "deeper black-box schedules are not built yet)")
-    try:
-        strace_path()
-    except TracerMissing as exc:
-        fail(f"--black-box: {exc}", Exit.HARNESS)
-
-
-def _syscalls_usable(adapter: Adapter, selected: tuple[str, ...] | None) -> None:
-    """--syscalls needs strace (exit 3), an agent whose store is files in its session directory
-    and, among the selected faults, one that can act at a store call (exit 2 naming what is
-    wrong)."""
-    if Capability.FILE_STORE not in adapter.capabilities:
-        fail(f"--syscalls crashes an agent at its calls on the store files in its session directory; "
-             f"agent {adapter.name!r} does not declare 'file-store' (its store is elsewhere)")
-    if selected is not None and not any(at_syscall_points_of(f) for f in FAULTS.all() if f.name in selected):
-        fail("--syscalls: none of the selected faults can act at a system call (those that can: "
-             + ", ".join(f.name for f in FAULTS.all() if at_syscall_points_of(f)) + ")")
-    try:
-        strace_path()
-    except TracerMissing as exc:
-        fail(f"--syscalls: {exc}", Exit.HARNESS)
 
 
 def _states_usable(adapter: Adapter, line_coverage: bool) -> None:
@@ -405,9 +367,9 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
         fail("--syscalls with --black-box: --syscalls keeps the probes on, --black-box turns them "
              "off; a black-box matrix already crashes at the store calls of its recording")
     if syscalls:
-        _syscalls_usable(adapter, selected)
+        syscalls_usable(adapter, selected)
     if black_box:
-        _black_box_usable(adapter, selected, depth)
+        black_box_usable(adapter, selected, depth)
         scenarios = _black_box_scenarios(scenarios, named=bool(names))
         if require_coverage:
             fail("--require-coverage with --black-box: recovery branches are reported by probes, "
@@ -620,9 +582,9 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
     require_fit(adapter, scenarios)
     selected = _faults(adapter, fault_names)
     if black_box:
-        _black_box_usable(adapter, selected, 1)
+        black_box_usable(adapter, selected, 1)
     if syscalls:
-        _syscalls_usable(adapter, selected)
+        syscalls_usable(adapter, selected)
     with runner_config(agent, timeout, fsync_default(fsync_given, selected, black_box), False, spawn,
                        resolved=adapter, max_events=max_events, blackbox=black_box,
                        syscalls=syscalls) as cfg:
@@ -681,10 +643,10 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
     selected = named or None
     black_box = black_box or case.blackbox  # a black-box step's id says so
     if black_box:
-        _black_box_usable(adapter_named(agent), selected, case.depth or 1)
+        black_box_usable(adapter_named(agent), selected, case.depth or 1)
     syscalls = any(step.syscall for step in case.schedule)
     if syscalls:
-        _syscalls_usable(adapter_named(agent), selected)
+        syscalls_usable(adapter_named(agent), selected)
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
     fsync = fsync_default(fsync_given, selected, black_box)
     with runner_config(agent, timeout, fsync, keep, spawn, work=work, max_events=max_events,

@@ -69,59 +69,60 @@ def repair_drops_one_more(p: Patcher) -> None:
     p.replace(SessionLog, "open", open_and_repair)
 
 
-def compacts_log_in_place(p: Patcher) -> None:
+def _compacting(p: Patcher, compact: Callable[[Path, bytes], None]) -> None:
+    """Patch the log's open so that a restart first compacts the log it found: `compact` is
+    given the log's absolute path and its good commits' bytes (read once)."""
     open_log: Callable[[SessionLog], None] = SessionLog.open
 
     def open_and_compact(self: SessionLog) -> None:
-        # The fault: a restart rewrites the log it found in place, to compact it: the file is
-        # truncated, then its good commits are written back. No probe event lies between the two
-        # calls, so only a crash at the system call in between sees the log empty, with every
-        # commit of the session gone (the safe way: a temporary file renamed over it).
         path = Path(os.path.abspath(self.path))
-        if path.exists() and path.stat().st_size:
-            commits, good_len, _ = log_module.scan(path.read_bytes(), path)
+        data = path.read_bytes() if path.exists() else b""
+        if data:
+            commits, good_len, _ = log_module.scan(data, path)
             if commits:
-                data = path.read_bytes()[:good_len]
-                fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-                try:
-                    log_module.write_all(fd, data)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                compact(path, data[:good_len])
         open_log(self)
 
     p.replace(SessionLog, "open", open_and_compact)
+
+
+def compacts_log_in_place(p: Patcher) -> None:
+    def rewrite(path: Path, good: bytes) -> None:
+        # The fault: the log is compacted in place: the file is truncated, then its good commits
+        # are written back. No probe event lies between the two calls, so only a crash at the
+        # system call in between sees the log empty, with every commit of the session gone (the
+        # safe way: a temporary file renamed over it).
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        try:
+            log_module.write_all(fd, good)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    _compacting(p, rewrite)
 
 
 def compacts_log_unsynced_rename(p: Patcher) -> None:
-    open_log: Callable[[SessionLog], None] = SessionLog.open
+    def rename_over(path: Path, good: bytes) -> None:
+        # The fault: the good commits go to a temporary file renamed over the log, the safe way,
+        # but the folder is synced before the file: between the two syncs the new name is
+        # durable and its bytes are not. A kill there keeps the page cache and loses nothing;
+        # only a power loss at that system call finds the log empty.
+        tmp = path.with_suffix(".compact")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            log_module.write_all(fd, good)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        log_module._fsync_dir(path.parent)
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
-    def open_and_compact(self: SessionLog) -> None:
-        # The fault: a restart compacts the log it found by writing its good commits to a
-        # temporary file and renaming that over the log, the safe way, but syncs the folder
-        # before the file: between the two syncs the new name is durable and its bytes are not.
-        # A kill there keeps the page cache and loses nothing; only a power loss at that system
-        # call finds the log empty.
-        path = Path(os.path.abspath(self.path))
-        if path.exists() and path.stat().st_size:
-            commits, good_len, _ = log_module.scan(path.read_bytes(), path)
-            if commits:
-                tmp = path.with_suffix(".compact")
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-                try:
-                    log_module.write_all(fd, path.read_bytes()[:good_len])
-                finally:
-                    os.close(fd)
-                os.replace(tmp, path)
-                log_module._fsync_dir(path.parent)
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-        open_log(self)
-
-    p.replace(SessionLog, "open", open_and_compact)
+    _compacting(p, rename_over)
 
 
 def settings_resaved_unsynced(p: Patcher) -> None:
