@@ -58,29 +58,34 @@ def injected_steps(points: list[str], faults: Sequence[FaultKind]) -> list[Crash
     return [step for f in faults if (inject := injecting(f)) is not None for step in inject.steps(points)]
 
 
-def syscall_steps(store_calls: Sequence[str], faults: Sequence[FaultKind]) -> list[CrashStep]:
+def syscall_steps(store_calls: Sequence[str], faults: Sequence[FaultKind],
+                  settle: bool = False) -> list[CrashStep]:
     """`--syscalls`: at each store call of a traced incarnation, each fault that acts at a system
     call (a kill, a power loss) and is not enumerated at the probe event that stands for it
     (`execution.syscall_points`: a `SAME` point); no observing fault where another thread
-    stored too. The step counts the main thread's calls of that syscall, probes on."""
+    stored too. The step counts the main thread's calls of that syscall, probes on.
+
+    `settle`: the calls are a settle's (the recover run on finished work), whose probe events
+    are no crash points: every call is one, and the steps are settle steps (`fNN`)."""
     at_calls = [f for f in faults if at_syscall_points_of(f)]
     if syscall_refused(store_calls):
         at_calls = [f for f in at_calls if not observes_of(f)]
     steps = []
     for n, syscall, file, event in syscall_crash_points(store_calls):
         kind, _, label = (event or "").partition(":")
-        steps += [CrashStep(n, syscall, file, f.name, syscall=True) for f in at_calls
-                  if event is None or not f.enumerated_at(kind, label)]
+        steps += [CrashStep(n, syscall, file, f.name, syscall=True, settle=settle) for f in at_calls
+                  if settle or event is None or not f.enumerated_at(kind, label)]
     return steps
 
 
 def single_crash_cases(scenario: str, first_incarnation: list[str],
                        faults: Sequence[FaultKind], requests: Sequence[str] = (),
-                       store_calls: Sequence[str] = ()) -> list[Case]:
+                       store_calls: Sequence[str] = (), settle_calls: Sequence[str] = ()) -> list[Case]:
     """A case at every crash point of the recording, then one per injected call (those count the
     first incarnation's calls, so they are never steps of a deeper schedule: `extensions`), then
     one per fault at each of its downstream `requests` (`kind:service`), then (`--syscalls`) one
-    per fault at each of its system-call points (`store_calls`, a traced first incarnation's)."""
+    per fault at each of its system-call points (`store_calls`, a traced first incarnation's),
+    then one per fault at each of its settle's (`settle_calls`)."""
     arrived = after_arrival(scenario, first_incarnation)
     if arrived is None:
         return []
@@ -91,7 +96,8 @@ def single_crash_cases(scenario: str, first_incarnation: list[str],
         return [Case(scenario, (step,)) for step in steps_from_trace(first_incarnation, faults)
                 if step.n >= arrived]
     steps = (steps_from_trace(first_incarnation, faults) + injected_steps(first_incarnation, faults)
-             + downstream_steps(requests, faults) + syscall_steps(store_calls, faults))
+             + downstream_steps(requests, faults) + syscall_steps(store_calls, faults)
+             + syscall_steps(settle_calls, faults, settle=True))
     return [Case(scenario, (step,)) for step in steps]
 
 
@@ -113,12 +119,14 @@ def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind],
                requests: Sequence[Sequence[str]] = (),
                store_calls: Sequence[Sequence[str]] = ()) -> list[Case]:
     """Cases that crash once more, at every event (and downstream request: `requests`, and
-    system-call point: `store_calls`, per incarnation) of the incarnation that finished `case`.
+    system-call point: `store_calls`, per incarnation) of the incarnation that finished `case`,
+    and at every system-call point of its settle (the incarnation after it).
 
     Incarnation depth+1 (index `case.depth` in the trace) is the recovery that completed the
-    work; its events are exactly the points a further crash can hit.
+    work; its events are exactly the points a further crash can hit. A case that crashed its
+    settle has none: nothing after a settle is crashed.
     """
-    if len(trace) <= case.depth:
+    if len(trace) <= case.depth or case.crashes_settle:
         return []
     steps = steps_from_trace(trace[case.depth], faults)
     if len(requests) > case.depth:
@@ -126,6 +134,8 @@ def extensions(case: Case, trace: list[list[str]], faults: Sequence[FaultKind],
     if len(store_calls) > case.depth and arrival_of(case.scenario) is None:
         # An arrival variant's crash points are events from its arrival on (single_crash_cases).
         steps += syscall_steps(store_calls[case.depth], faults)
+        if len(store_calls) > case.depth + 1:
+            steps += syscall_steps(store_calls[case.depth + 1], faults, settle=True)
     return [case.extend(step) for step in steps]
 
 
@@ -134,7 +144,7 @@ def crash_loop_extension(case: Case, trace: list[list[str]], loop: int,
     """Crash again at the first event (or downstream request, for a downstream step: `requests`,
     per incarnation) of the finishing incarnation that repeats the last crash point: the schedule
     of an agent that keeps dying at the same step (`[matrix] crash_loop`)."""
-    if not case.schedule or case.depth >= loop or len(trace) <= case.depth:
+    if not case.schedule or case.depth >= loop or len(trace) <= case.depth or case.crashes_settle:
         return None
     last = case.schedule[-1]
     points = trace[case.depth] if not last.downstream else (

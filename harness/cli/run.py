@@ -604,8 +604,9 @@ def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] 
         return [Case(scenario.name), *blackbox_cases(scenario.name, calls, faults)]
     first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
     calls = obs.incarnations[0].store_calls if obs.incarnations and syscalls else []
+    settle = obs.incarnations[1].store_calls if len(obs.incarnations) > 1 and syscalls else []
     return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults, obs.requests_of(1),
-                                                     calls)]
+                                                     calls, settle)]
 
 
 @click.command("repro")

@@ -63,10 +63,11 @@ def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
             continue
         if case.depth == 0:
             out += single_crash_cases(case.scenario, result.trace[0], faults, requests_of(result, 0),
-                                      calls_of(result, 0))
+                                      calls_of(result, 0), calls_of(result, 1))
             continue
-        if syscalls and case.depth == 1:
-            out += [case.extend(step) for step in syscall_steps(calls_of(result, 1), faults)]
+        if syscalls and case.depth == 1 and not case.crashes_settle:
+            out += [case.extend(step) for step in (syscall_steps(calls_of(result, 1), faults)
+                                                   + syscall_steps(calls_of(result, 2), faults, settle=True))]
         loop = crash_loop_extension(case, result.trace, by_name[case.scenario].matrix.crash_loop,
                                     result.downstream)
         if loop is not None:

@@ -94,6 +94,8 @@ class Matrix:
 
     def may_extend(self, case: Case) -> bool:
         """Whether finishing `case` can enumerate further cases (as `run` does below)."""
+        if case.crashes_settle:
+            return False  # nothing after a settle is crashed
         loop = self.by_name[case.scenario].matrix.crash_loop
         return (case.depth == 0 or case.depth < self.depth_of(case.scenario)
                 or (case.depth > 0 and case.depth < loop))
@@ -105,10 +107,11 @@ class Matrix:
         # --syscalls: a case that may be extended traces its finishing incarnation (a fresh
         # process under strace), and one with a system-call step is killed by the tracer: neither
         # starts from a crash state, whose recovery may be a zygote's fork.
-        traced = self.config.runner.syscalls and (
+        traced = self.config.runner.syscalls and not case.crashes_settle and (
             case.depth == 0 or case.depth < self.depth_of(case.scenario))
         at_call = any(s.at_call for s in case.schedule)
-        if self.states is None or scenario.services:
+        # A crashed settle is run whole: a crash state's capture follows the finishing incarnation.
+        if self.states is None or scenario.services or case.crashes_settle:
             # A downstream service's state is not in the case tree: no crash state can hold it.
             obs = self.runner.run(case, scenario, trace_finisher=traced)
         elif not traced and not at_call and self.states.usable(case, scenario):
@@ -188,7 +191,7 @@ class Matrix:
                             elif case.depth == 0:
                                 children = single_crash_cases(case.scenario, result.trace[0], self.faults,
                                                               requests_of(result, 0),
-                                                              calls_of(result, 0))
+                                                              calls_of(result, 0), calls_of(result, 1))
                             elif case.depth < self.depth_of(case.scenario):
                                 children = extensions(case, result.trace, self.faults,
                                                       result.downstream, result.syscall_points)

@@ -228,7 +228,7 @@ class CaseRunner:
                                            downstream_before=sent)
                 record.settle = index == case.depth + 2
                 incarnations.append(record)
-                step = case.schedule[index - 1] if index <= case.depth else None
+                step = case.step_of(index)
                 cover = None
                 if accepted and cfg.coverage_dir is not None:
                     data = cfg.coverage_dir / f".coverage.{case_key}.{index}"
@@ -237,9 +237,11 @@ class CaseRunner:
                                    accepted, incarnations, intrusions,
                                    shlex.join([*cfg.adapter.program, *args]))
                 # Black-box: the recording's first incarnation is traced for its store calls;
-                # --syscalls: the finishing one, probes on, of a case that may be extended.
+                # --syscalls: the finishing one and the settle, probes on, of a case that may be
+                # extended (a settle reused from an equal final state is not run: its points are
+                # those of the case that ran it).
                 record_calls = ((not probes and case.depth == 0 and index == 1)
-                                or (trace_finisher and probes and index == case.depth + 1))
+                                or (trace_finisher and probes and index in (case.depth + 1, case.depth + 2)))
                 snap = capture if capture is not None and capture.incarnation == index else None
                 final_key = None
                 settle_args: list[str] = []
@@ -271,8 +273,9 @@ class CaseRunner:
                     break
                 if chain is not None and chain.done:
                     break  # a host whose every intruder was clean: its run is its parent's
-                # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles.
-                if step is None and (not cfg.settle or index > case.depth + 1):
+                # Incarnations 1..depth crash; depth+1 finishes the work; depth+2 settles (with a
+                # settle step: depth finishes, depth+1 is the settle crashed, depth+2 settles).
+                if step is None and (index > case.depth + 1 or (not cfg.settle and not case.crashes_settle)):
                     break
                 index += 1
         except OSError as exc:

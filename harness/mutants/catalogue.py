@@ -61,6 +61,7 @@ class MutantName(StrEnum):
     RENAMES_BEFORE_SYNC = "renames-before-sync"
     SETTINGS_RESAVED_UNSYNCED = "settings-resaved-unsynced"
     HOLES_TAKEN_FOR_DAMAGE = "holes-taken-for-damage"
+    TIDIES_FINISHED_LOG = "tidies-finished-log"
 
 
 @dataclass(frozen=True)
@@ -277,6 +278,12 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "so after a power loss that kept the log's new length but not all of its blocks, the "
        "session refuses to open.",
        G.holes_taken_for_damage, "large-result", faults=("power-blocks",)),
+    # Killed only by a kill at a system call of the settle (`run --syscalls`): no other start
+    # finds the session finished, and the settle's rewrite leaves the same bytes behind.
+    _m(N.TIDIES_FINISHED_LOG,
+       "A restart that finds the session finished tidies its log in place, truncating the file and "
+       "writing its commits back, so a crash between the two calls loses the whole finished run.",
+       G.tidies_finished_log, "changelog-fast", syscalls=True),
 )})
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from crashmatrix.agent import log as log_module
+from crashmatrix.agent.lock import SessionLock
 from crashmatrix.agent.log import SessionLog
 from crashmatrix.agent.loop import Agent
 from crashmatrix.agent.records import EntryType
@@ -100,6 +101,38 @@ def compacts_log_in_place(p: Patcher) -> None:
             os.close(fd)
 
     _compacting(p, rewrite)
+
+
+def tidies_finished_log(p: Patcher) -> None:
+    acquire: Callable[[SessionLock], None] = SessionLock.acquire
+    open_log: Callable[[SessionLog], None] = SessionLog.open
+    clean: list[bool] = [False]  # whether the last holder released the lock (an empty lock file)
+
+    def acquire_and_look(self: SessionLock) -> None:
+        clean[0] = self.path.exists() and self.path.stat().st_size == 0
+        acquire(self)
+
+    def open_and_tidy(self: SessionLog) -> None:
+        path = Path(os.path.abspath(self.path))
+        data = path.read_bytes() if path.exists() else b""
+        commits, good_len, _ = log_module.scan(data, path) if data else ([], 0, None)
+        last = commits[-1].entries if commits else []
+        if clean[0] and any(e["type"] == EntryType.RUN_FINISHED for e in last) and good_len == len(data):
+            # The fault: a session whose run finished and whose last process shut down cleanly
+            # (it released the lock) is tidied when opened again: its log written back in place,
+            # truncated, then rewritten. No probe event lies between the two calls, and only the
+            # start after a clean finish does it: only a crash at a system call of the settle
+            # (the recover on the finished work) sees the log empty.
+            fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+            try:
+                log_module.write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        open_log(self)
+
+    p.replace(SessionLock, "acquire", acquire_and_look)
+    p.replace(SessionLog, "open", open_and_tidy)
 
 
 def compacts_log_unsynced_rename(p: Patcher) -> None:

@@ -8,13 +8,18 @@ A black-box step counts the agent's system calls on its store instead of probe e
 A system-call step counts the same calls with the probes still attached (`--syscalls`):
 `changelog/05:commit.before:run_started/kill+s02:write:session.jsonl/kill` kills the recovery as it
 enters its 2nd `write` of `session.jsonl`, every invariant judged as at a probe event.
+A settle step counts them in the settle, the `recover` run on the finished work:
+`changelog/f01:write:lock/kill` lets the first incarnation finish the task, then kills the
+recover that follows as it enters its first `write` (of `lock`); one more recover settles.
 
 A downstream step counts the incarnation's requests to the scenario's downstream services:
 `refund/d01:create:mail/reply-lost` loses the reply to the first incarnation's first downstream
 request, a create on the service `mail` (harness/faults/downstream.py).
 
 Multi-crash schedules join steps with `+`: step i crashes incarnation i (the first incarnation
-runs the task; every later one is a `recover`). A case with no crash is `changelog/none`.
+runs the task; every later one is a `recover`), except a settle step, always the last: the
+incarnation before it finishes the work and is not crashed (`Case.step_of`). A case with no
+crash is `changelog/none`.
 """
 
 from __future__ import annotations
@@ -31,8 +36,11 @@ PLUGIN_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
 BLACKBOX_MARK = "b"
 # The prefix of a system-call step's number: it counts system calls too, probes attached.
 SYSCALL_MARK = "s"
+# The prefix of a settle step's: a system-call step in the settle, the recover of finished work.
+SETTLE_MARK = "f"
 # The prefix of a downstream step's number: it counts requests to downstream services.
 DOWNSTREAM_MARK = "d"
+MARKS = (BLACKBOX_MARK, DOWNSTREAM_MARK, SYSCALL_MARK, SETTLE_MARK)
 
 
 class CaseIdError(ValueError):
@@ -55,6 +63,9 @@ class CrashStep:
     # `n` counts system calls as for a black-box step, but the agent keeps its probes: every
     # invariant is judged, and the step may crash any incarnation (`s02:write:session.jsonl`).
     syscall: bool = False
+    # A system-call step in the settle incarnation (`f01:write:lock`): the incarnation before
+    # it finishes the work uncrashed; always the schedule's last step.
+    settle: bool = False
 
     @property
     def at_call(self) -> bool:
@@ -67,23 +78,24 @@ class CrashStep:
 
     def token(self) -> str:
         mark = (BLACKBOX_MARK if self.blackbox else DOWNSTREAM_MARK if self.downstream
-                else SYSCALL_MARK if self.syscall else "")
+                else SETTLE_MARK if self.settle else SYSCALL_MARK if self.syscall else "")
         return f"{mark}{self.n:02d}:{self.kind}:{self.label}/{self.fault}"
 
     @classmethod
     def parse(cls, token: str) -> CrashStep:
         point, sep, fault = token.rpartition("/")
         parts = point.split(":", 2)
-        mark = parts[0][:1] if parts[0][:1] in (BLACKBOX_MARK, DOWNSTREAM_MARK, SYSCALL_MARK) else ""
+        mark = parts[0][:1] if parts[0][:1] in MARKS else ""
         number = parts[0][len(mark):]
         if not sep or len(parts) != 3 or not number.isdigit():
             raise CaseIdError(f"bad crash step {token!r}: expected NN:kind:label/fault "
-                              f"(or bNN:syscall:file/fault, sNN:syscall:file/fault, dNN:kind:service/fault)")
+                              f"(or bNN:syscall:file/fault, sNN:syscall:file/fault, fNN:syscall:file/fault, "
+                              "dNN:kind:service/fault)")
         # Whether the fault is registered is for the registry to say (records import no plugins).
         if not PLUGIN_NAME.match(fault):
             raise CaseIdError(f"bad crash step {token!r}: bad fault name {fault!r}")
         return cls(int(number), parts[1], parts[2], fault, mark == BLACKBOX_MARK,
-                   mark == DOWNSTREAM_MARK, mark == SYSCALL_MARK)
+                   mark == DOWNSTREAM_MARK, mark in (SYSCALL_MARK, SETTLE_MARK), mark == SETTLE_MARK)
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,20 @@ class Case:
         """Crashed at system calls, not probe events: every incarnation runs without probes."""
         return any(s.blackbox for s in self.schedule)
 
+    @property
+    def crashes_settle(self) -> bool:
+        """Whether its last step crashes the settle (a case no deeper one extends)."""
+        return bool(self.schedule) and self.schedule[-1].settle
+
+    def step_of(self, index: int) -> CrashStep | None:
+        """The step crashing incarnation `index` (1-based), None for one that runs to its end:
+        step i crashes incarnation i, and a settle step the incarnation after the finisher."""
+        if self.crashes_settle:
+            if index < self.depth:
+                return self.schedule[index - 1]
+            return self.schedule[-1] if index == self.depth + 1 else None
+        return self.schedule[index - 1] if index <= self.depth else None
+
     def extend(self, step: CrashStep) -> Case:
         return Case(self.scenario, (*self.schedule, step))
 
@@ -115,4 +141,8 @@ class Case:
             raise CaseIdError(f"bad case id {case_id!r}: expected SCENARIO/STEP[+STEP...] or SCENARIO/none")
         if rest == "none":
             return cls(scenario)
-        return cls(scenario, tuple(CrashStep.parse(t) for t in rest.split("+")))
+        schedule = tuple(CrashStep.parse(t) for t in rest.split("+"))
+        if any(step.settle for step in schedule[:-1]):
+            raise CaseIdError(f"bad case id {case_id!r}: a settle step (fNN) crashes the settle, "
+                              "after which nothing is crashed: it can only be the last step")
+        return cls(scenario, schedule)

@@ -35,8 +35,14 @@ def invariants(result: dict[str, Any]) -> list[str]:
 
 
 def at_calls(result: dict[str, Any]) -> list[str]:
-    """The system-call steps of a result's case id (`sNN:syscall:file/fault`)."""
-    return [t for t in result["case"].split("/", 1)[1].split("+") if t.startswith("s")]
+    """The system-call steps of a result's case id (`sNN:syscall:file/fault`, and a settle's
+    `fNN:syscall:file/fault`)."""
+    return [t for t in result["case"].split("/", 1)[1].split("+") if t[:1] in ("s", "f")]
+
+
+def settles(result: dict[str, Any]) -> bool:
+    """Whether the case crashes its settle (its last step is `fNN`)."""
+    return result["case"].rsplit("+", 1)[-1].split("/", 1)[-1].startswith("f")
 
 
 def test_our_agent_holds_at_every_system_call_point_and_the_old_cases_keep_their_verdicts(
@@ -52,15 +58,22 @@ def test_our_agent_holds_at_every_system_call_point_and_the_old_cases_keep_their
     assert [(r["verdict"], invariants(r)) for r in before] == [
         (by_case[r["case"]]["verdict"], invariants(by_case[r["case"]])) for r in before]
     for r in new:
-        # Killed by strace entering the call, with its probe events read up to there.
-        assert r["exit_codes"][0] == -9, r["case"]
-        assert r["crashed_at"][0] is None
+        # Killed by strace entering the call, with its probe events read up to there: the first
+        # incarnation, or (a settle step) the settle after it finished the task uncrashed.
+        killed = 1 if settles(r) else 0
+        assert r["exit_codes"][:killed + 1] == [0] * killed + [-9], r["case"]
+        assert r["crashed_at"][killed] is None
         assert r["verdict"] == "pass"
+        assert len(r["exit_codes"]) == 3  # then the recovery (or settle) and the settle
     recording = next(r for r in found if r["depth"] == 0)
-    listed = recording["syscall_points"][0]
-    # Calls a probe event's kill already stands for are listed, marked, and no case.
+    listed, settle = recording["syscall_points"][:2]
+    # Calls a probe event's kill already stands for are listed, marked, and no case; a settle's
+    # events are no crash points, so each of its calls is one (its lock's, for our agent).
     assert any(p.startswith("=") for p in listed)
-    assert len(new) == sum(1 for p in listed if p[0] not in "=~!")
+    assert len(new) == sum(1 for p in listed if p[0] not in "=~!") + sum(1 for p in settle if p[0] != "!")
+    assert {t for r in new if settles(r) for t in at_calls(r)} == {"f01:ftruncate:session.lock/kill",
+                                                                  "f01:pwrite64:session.lock/kill",
+                                                                  "f02:ftruncate:session.lock/kill"}
     assert json.loads((tmp_path / "syscalls" / "run.json").read_text(encoding="utf-8"))["syscalls"] is True
 
 
@@ -73,15 +86,16 @@ def test_our_agent_holds_at_the_system_calls_of_its_recoveries(tmp_path: Path) -
     assert any(t.endswith(":session.lock/kill") for r in deeper for t in at_calls(r))
 
 
-def test_a_log_compacted_in_place_is_caught_only_at_a_recovery_s_system_call(tmp_path: Path) -> None:
+def test_a_log_compacted_in_place_is_caught_only_at_a_restart_s_system_call(tmp_path: Path) -> None:
     code, found = run(tmp_path / "deep", "--agent", MUTANT, "--syscalls", "--depth", "2", "--shard", "1/16")
     failed = [r for r in found if r["verdict"] == "fail"]
     assert code == 1
-    assert failed
-    # Every failing case crashed its recovery at a system call: the log truncated, not yet rewritten.
-    assert all(r["depth"] == 2 and at_calls(r) for r in failed), [r["case"] for r in failed]
-    assert {t.split("/")[0] for r in failed for t in at_calls(r)} == {"s01:write:session.jsonl"}
-    killer = failed[0]
+    # Every failing case crashed a restart at a system call, the log truncated, not yet rewritten:
+    # a recovery (depth 2) or a settle (which compacts too).
+    assert {t.split("/")[0] for r in failed for t in at_calls(r)[-1:]} == {
+        "s01:write:session.jsonl", "f01:write:session.jsonl"}, [r["case"] for r in failed]
+    assert all(r["depth"] == 2 or settles(r) for r in failed)
+    killer = next(r for r in failed if not settles(r))
     # Judged from probe events (commits acknowledged at inc1#N): the probes stayed attached.
     assert "durable-commits" in invariants(killer)
     assert killer["trace"][0], killer["case"]
@@ -89,9 +103,27 @@ def test_a_log_compacted_in_place_is_caught_only_at_a_recovery_s_system_call(tmp
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "durable-commits" in replay.stdout
     # Every other kind of case holds: events at depth 2, black-box calls, the recording's calls.
+    assert [r["case"] for r in found if r["verdict"] != "pass" and not (at_calls(r) and r["depth"] == 2)
+            and not settles(r)] == []
     assert run(tmp_path / "events", "--agent", MUTANT, "--depth", "2", "--states")[0] == 0
-    assert run(tmp_path / "first", "--agent", MUTANT, "--syscalls")[0] == 0
     assert run(tmp_path / "blind", "--agent", MUTANT, "--black-box")[0] == 0
+
+
+def test_a_finished_log_tidied_in_place_is_caught_only_at_a_settle_s_system_call(tmp_path: Path) -> None:
+    agent = "mutant:tidies-finished-log"
+    code, found = run(tmp_path / "first", "--agent", agent, "--syscalls")
+    failed = [r for r in found if r["verdict"] == "fail"]
+    assert code == 1
+    # Only a start after a clean finish tidies (at depth 1: the settle): every failing case
+    # crashed the settle between the log's truncate and its rewrite; every other case (events,
+    # the recording's system calls) holds.
+    assert {at_calls(r)[-1] for r in failed} == {"f01:write:session.jsonl/kill"}
+    assert [r["case"] for r in found if r["verdict"] != "pass" and not settles(r)] == []
+    assert any(at_calls(r) and not settles(r) for r in found)
+    replay = crashmatrix(*shlex.split(failed[0]["repro"])[1:])
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "SIGKILL entering write 1 (on session.jsonl) (strace)" in replay.stdout
+    assert run(tmp_path / "blind", "--agent", agent, "--black-box")[0] == 0
 
 
 def test_syscalls_are_refused_with_black_box_and_for_a_fault_that_cannot_act_at_a_call(
@@ -129,9 +161,12 @@ def test_a_rename_synced_before_its_data_is_caught_only_by_a_power_loss_at_a_rec
     failed = [r for r in found if r["verdict"] == "fail"]
     assert code == 1
     assert failed
-    # The log's name is durable, its bytes are not: only between the folder's sync and the file's.
-    assert {t for r in failed for t in at_calls(r)} == {"s02:fsync:session.jsonl/power"}
+    # The log's name is durable, its bytes are not: only between the folder's sync and the file's,
+    # in a recovery or (it compacts too) a settle.
+    assert {at_calls(r)[-1] for r in failed} == {"s02:fsync:session.jsonl/power",
+                                                 "f02:fsync:session.jsonl/power"}
     assert all(r["depth"] == 2 and "durable-commits" in invariants(r) for r in failed)
+    failed = [r for r in failed if not settles(r)]
     replay = crashmatrix(*shlex.split(failed[0]["repro"])[1:])
     assert replay.returncode == 1, replay.stdout + replay.stderr
     # A kill at the same call, after the same crash, keeps the page cache: it holds. (That a

@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from crashmatrix.harness.adapters.durable import ADAPTER as DURABLE
-from crashmatrix.harness.enumeration import extensions, single_crash_cases, syscall_steps
+from crashmatrix.harness.enumeration import (
+    crash_loop_extension,
+    extensions,
+    single_crash_cases,
+    syscall_steps,
+)
 from crashmatrix.harness.execution.fs_trace import parse
 from crashmatrix.harness.execution.syscall_points import kill_args, landed, points
 from crashmatrix.harness.faults.interface import at_syscall_points_of
@@ -124,6 +129,39 @@ def test_recordings_and_recoveries_give_system_call_cases_after_the_event_cases(
     assert len(deeper) == 6
     # No trace of the finishing incarnation (it was not traced): only its events.
     assert len(extensions(parent, [trace, trace], [KILL])) == 3
+
+
+def test_a_settle_step_crashes_the_incarnation_after_the_finisher_and_is_always_last() -> None:
+    settle = Case.parse("changelog/f01:write:session.jsonl/kill")
+    assert settle.schedule[0] == CrashStep(1, "write", "session.jsonl", "kill", syscall=True, settle=True)
+    assert Case.parse(settle.case_id) == settle
+    assert settle.crashes_settle
+    # The first incarnation finishes uncrashed, the second (the settle) is crashed, a third settles.
+    assert [settle.step_of(i) for i in (1, 2, 3)] == [None, settle.schedule[0], None]
+    deep = Case.parse("changelog/05:commit.before:x/kill+f02:ftruncate:lock/power")
+    assert [deep.step_of(i) for i in (1, 2, 3, 4)] == [deep.schedule[0], None, deep.schedule[1], None]
+    plain = Case.parse("changelog/05:commit.before:x/kill+s02:write:log/kill")
+    assert [plain.step_of(i) for i in (1, 2, 3)] == [*plain.schedule, None]
+    assert not plain.crashes_settle
+    with pytest.raises(CaseIdError, match="can only be the last step"):
+        Case.parse("changelog/f01:write:log/kill+s01:write:log/kill")
+
+
+def test_every_call_of_a_settle_is_a_point_and_nothing_extends_a_crashed_settle() -> None:
+    listed = points(parse(TRACE), SESSION, EVENTS, EVENTS_SEEN)
+    trace = EVENTS_SEEN
+    # A settle's events are no crash points: a call an event stands for is a settle step too.
+    assert len(syscall_steps(listed, [KILL], settle=True)) == len(syscall_steps(listed, [KILL])) + 3
+    first = single_crash_cases("s", trace, [KILL], store_calls=listed, settle_calls=listed)
+    settles = [c for c in first if c.crashes_settle]
+    assert [c.case_id for c in settles][:2] == ["s/f01:pwrite64:lock/kill", "s/f02:write:log/kill"]
+    # A single crash's settle (the incarnation after its finisher) gives deeper settle cases.
+    parent = first[0]
+    deeper = extensions(parent, [trace, trace, trace], [KILL], (), [[], listed, listed])
+    assert deeper[-1].case_id == "s/01:commit.before:x/kill+f01:rename:cfg.tmp/kill"
+    assert sum(c.crashes_settle for c in deeper) == len(settles)
+    assert extensions(settles[0], [trace, trace, trace], [KILL], (), [[], listed, listed]) == []
+    assert crash_loop_extension(settles[0], [trace, trace, trace], 3) is None
 
 
 def test_an_arrival_variant_gets_no_system_call_cases() -> None:
