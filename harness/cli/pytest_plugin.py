@@ -82,6 +82,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "--arrivals`)")
     parser.addini("crashmatrix_arrivals", "arrival-timing variants too (as --crashmatrix-arrivals)",
                   type="bool", default=False)
+    group.addoption("--crashmatrix-syscalls", action="store_true",
+                    help="also crash at every store call between probe events, in the recording, "
+                         "its settle and (with --crashmatrix-depth 2) each recovery, probes on "
+                         "(as `crashmatrix run --syscalls`; needs strace)")
+    parser.addini("crashmatrix_syscalls", "system-call crash points too (as --crashmatrix-syscalls)",
+                  type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -140,6 +146,10 @@ def _states_on(config: pytest.Config) -> bool:
     return bool(config.getoption("crashmatrix_states") or config.getini("crashmatrix_states"))
 
 
+def _syscalls_on(config: pytest.Config) -> bool:
+    return bool(config.getoption("crashmatrix_syscalls") or config.getini("crashmatrix_syscalls"))
+
+
 def _baseline_of(config: pytest.Config) -> Baseline | None:
     """--crashmatrix-baseline, else the `crashmatrix_baseline` ini value (relative to the ini
     file's folder, as a project writes it)."""
@@ -168,6 +178,7 @@ class _Host:
     def __init__(self, config: pytest.Config) -> None:
         from crashmatrix.fakes import FakeDownstream, FakeProvider  # noqa: PLC0415 - see the note on imports above
         from crashmatrix.harness.adapters.registry import AgentChoiceError, resolve_agent  # noqa: PLC0415
+        from crashmatrix.harness.cli.traced_modes import syscalls_problem  # noqa: PLC0415
         from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path  # noqa: PLC0415
         from crashmatrix.harness.execution.runner import RunnerConfig  # noqa: PLC0415
         from crashmatrix.harness.execution.scratch import scratch_dir  # noqa: PLC0415
@@ -191,6 +202,11 @@ class _Host:
                 strace_path()
             except TracerMissing as exc:
                 raise pytest.UsageError(str(exc)) from None
+        # --crashmatrix-syscalls: traced recordings, settles and (deeper) recoveries, as `run --syscalls`.
+        self.syscalls = _syscalls_on(config)
+        problem = syscalls_problem(adapter, self.faults) if self.syscalls else None
+        if problem is not None:
+            raise pytest.UsageError(problem[0].replace("--syscalls", "--crashmatrix-syscalls", 1))
         # As `run` does: a zygote that imported the agent once forks every incarnation (an agent
         # with no Python entry point is started fresh whatever the option says).
         mode = SpawnMode(config.getoption("crashmatrix_spawn"))
@@ -202,7 +218,7 @@ class _Host:
         self.runner_config = RunnerConfig(
             adapter=adapter, provider=self.provider, downstream=self.downstream,
             work_root=Path(self.tmp.name), case_timeout_s=config.getoption("crashmatrix_timeout"),
-            agent_ref=_agent_name(config), fsync=power, spawner=self.spawner)
+            agent_ref=_agent_name(config), fsync=power, spawner=self.spawner, syscalls=self.syscalls)
         self.depth = _depth(config)
         self.dirs: list[str] = _scenario_dirs(config)
         self.baseline = _baseline_of(config)
@@ -226,13 +242,16 @@ class _Host:
         `may_extend`: deeper cases will start from this one's recovery (--crashmatrix-depth)."""
         from crashmatrix.harness.execution.runner import CaseRunner  # noqa: PLC0415
 
-        if self.states is None:
-            return CaseRunner(self.runner_config).run(case, scenario)
+        # As `run` does: a case deeper ones extend traces its finisher and settle; one with a
+        # system-call step is killed by the tracer, and neither starts from a crash state.
+        traced = self.syscalls and may_extend and not case.crashes_settle
+        if self.states is None or case.crashes_settle:
+            return CaseRunner(self.runner_config).run(case, scenario, trace_finisher=traced)
         if not case.schedule and scenario.name in self.recordings:
             return self.recordings[scenario.name]  # collection ran it, snapshots and all
-        if self.states.usable(case, scenario):
+        if not traced and not any(s.at_call for s in case.schedule) and self.states.usable(case, scenario):
             return self.states.run(case, scenario, may_extend=may_extend)[0]
-        return self.states.record(case, scenario, may_extend=may_extend)
+        return self.states.record(case, scenario, may_extend=may_extend, trace_finisher=traced)
 
     def record(self, scenario: Scenario) -> Observation:
         """The scenario's crash-free run, which enumerates its cases (kept, with --crashmatrix-states,
@@ -241,8 +260,9 @@ class _Host:
         from crashmatrix.harness.records.case import Case  # noqa: PLC0415
 
         if self.states is None:
-            return CaseRunner(self.runner_config).run(Case(scenario.name), scenario)
-        obs = self.states.record(Case(scenario.name), scenario, may_extend=True)
+            runner = CaseRunner(self.runner_config)
+            return runner.run(Case(scenario.name), scenario, trace_finisher=self.syscalls)
+        obs = self.states.record(Case(scenario.name), scenario, may_extend=True, trace_finisher=self.syscalls)
         self.recordings[scenario.name] = obs
         return obs
 
@@ -339,7 +359,7 @@ class CaseItem(pytest.Item):
             case, done = todo.pop()
             if case.depth >= host.depth or done.verdict not in (Verdict.PASS, Verdict.FAIL):
                 continue
-            for child in reversed(extensions(case, done.trace, faults, done.downstream)):
+            for child in reversed(extensions(case, done.trace, faults, done.downstream, done.syscall_points)):
                 child_result, _ = self._judged(child)
                 found.append(child_result)
                 todo.append((child, child_result))
@@ -386,7 +406,9 @@ class MatrixCollector(pytest.Collector):
         for scenario in self.scenarios:
             obs = host.record(scenario)
             first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
-            cases = single_crash_cases(scenario.name, first, faults, obs.requests_of(1))
+            # --crashmatrix-syscalls: the recording's and its settle's calls (none traced without).
+            calls = [inc.store_calls for inc in obs.incarnations[:2]] + [[], []]
+            cases = single_crash_cases(scenario.name, first, faults, obs.requests_of(1), calls[0], calls[1])
             if host.states is not None:
                 host.states.expect(cases)  # second-process cases of one recording share a host
             for case in [Case(scenario.name), *cases]:

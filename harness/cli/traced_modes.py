@@ -29,17 +29,25 @@ def black_box_usable(adapter: Adapter, selected: tuple[str, ...] | None, depth: 
         fail(f"--black-box: {exc}", Exit.HARNESS)
 
 
-def syscalls_usable(adapter: Adapter, selected: tuple[str, ...] | None) -> None:
-    """--syscalls needs strace (exit 3), an agent whose store is files in its session directory
-    and, among the selected faults, one that can act at a store call (exit 2 naming what is
-    wrong)."""
+def syscalls_problem(adapter: Adapter, selected: tuple[str, ...] | None) -> tuple[str, Exit] | None:
+    """Why --syscalls cannot run this agent with these faults, and the exit code it means (None:
+    it can): strace missing (3); a store that is not files in the session directory, or no
+    selected fault that can act at a store call (2)."""
     if Capability.FILE_STORE not in adapter.capabilities:
-        fail(f"--syscalls crashes an agent at its calls on the store files in its session directory; "
-             f"agent {adapter.name!r} does not declare 'file-store' (its store is elsewhere)")
+        return (f"--syscalls crashes an agent at its calls on the store files in its session directory; "
+                f"agent {adapter.name!r} does not declare 'file-store' (its store is elsewhere)", Exit.USAGE)
     if selected is not None and not any(at_syscall_points_of(f) for f in FAULTS.all() if f.name in selected):
-        fail("--syscalls: none of the selected faults can act at a system call (those that can: "
-             + ", ".join(f.name for f in FAULTS.all() if at_syscall_points_of(f)) + ")")
+        return ("--syscalls: none of the selected faults can act at a system call (those that can: "
+                + ", ".join(f.name for f in FAULTS.all() if at_syscall_points_of(f)) + ")", Exit.USAGE)
     try:
         strace_path()
     except TracerMissing as exc:
-        fail(f"--syscalls: {exc}", Exit.HARNESS)
+        return f"--syscalls: {exc}", Exit.HARNESS
+    return None
+
+
+def syscalls_usable(adapter: Adapter, selected: tuple[str, ...] | None) -> None:
+    """--syscalls can run (`syscalls_problem`), or the command exits naming what is wrong."""
+    problem = syscalls_problem(adapter, selected)
+    if problem is not None:
+        fail(*problem)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -126,6 +127,31 @@ def test_the_fault_option_selects_power_cases_which_run_and_hold(pytester: pytes
                                         "--crashmatrix-agent", "toyagent.adapter:AGENT")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--fault power: needs file-store*"])
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_the_syscalls_option_collects_each_store_call_and_the_settle_s_and_judges_them(
+        pytester: pytest.Pytester) -> None:
+    d = _scenario_dir(pytester, "alpha")
+    collected = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-syscalls", "--collect-only", "-q")
+    ids = [line for line in collected.outlines if line.startswith("crashmatrix::")]
+    assert any(re.fullmatch(r"crashmatrix::tiny/s\d+:rename:config.tmp/kill", i) for i in ids), ids
+    settle = [i for i in ids if i.startswith("crashmatrix::tiny/f")]
+    assert settle, ids
+    # Ours holds where the settle is crashed; the mutant that tidies a finished log in place fails
+    # exactly where the settle dies between the log's truncate and its rewrite.
+    ours = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-syscalls", "-k", "tiny/f", "-rA")
+    assert set(_outcomes(ours).values()) == {"PASSED"}, ours.stdout.str()
+    tidies = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-syscalls", "-k", "tiny/f", "-rA",
+                                           "--crashmatrix-agent", "mutant:tidies-finished-log")
+    outcomes = _outcomes(tidies)
+    failed = [i for i, o in outcomes.items() if o == "FAILED"]
+    assert failed == ["tiny/f01:write:session.jsonl/kill"], outcomes
+    # Its settle makes three calls more (the log's truncating open, rewrite and sync), each an item.
+    assert len(outcomes) == len(settle) + 3
+    torn = pytester.runpytest_subprocess(*_args(d), "--crashmatrix-syscalls", "--crashmatrix-fault", "torn")
+    assert torn.ret == pytest.ExitCode.USAGE_ERROR
+    torn.stderr.fnmatch_lines(["*--crashmatrix-syscalls: none of the selected faults can act at a system*"])
 
 
 def _outcomes(result: pytest.RunResult) -> dict[str, str]:
