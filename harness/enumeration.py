@@ -71,10 +71,10 @@ def syscall_steps(store_calls: Sequence[str], faults: Sequence[FaultKind],
     if syscall_refused(store_calls):
         at_calls = [f for f in at_calls if not observes_of(f)]
     steps = []
-    for n, syscall, file, event in syscall_crash_points(store_calls):
+    for n, syscall, file, event, ordinal in syscall_crash_points(store_calls):
         kind, _, label = (event or "").partition(":")
-        steps += [CrashStep(n, syscall, file, f.name, syscall=True, settle=settle) for f in at_calls
-                  if settle or event is None or not f.enumerated_at(kind, label)]
+        steps += [CrashStep(n, syscall, file, f.name, syscall=True, settle=settle, ordinal=ordinal)
+                  for f in at_calls if settle or event is None or not f.enumerated_at(kind, label)]
     return steps
 
 

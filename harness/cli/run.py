@@ -661,12 +661,14 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
             _faults(cfg.adapter, selected)
         if case.schedule:
             # A first step at a system call needs the recording traced to be found.
-            ids = [c.case_id for c in _enumerate(cfg, scenario, selected, case.schedule[0].syscall)]
+            found = {c.case_id: c for c in _enumerate(cfg, scenario, selected, case.schedule[0].syscall)}
             first = Case(case.scenario, case.schedule[:1]).case_id
-            if first not in ids:
-                close = difflib.get_close_matches(first, ids, n=3, cutoff=0.5)
+            if first not in found:
+                close = difflib.get_close_matches(first, list(found), n=3, cutoff=0.5)
                 fail(f"unknown case id {case_id!r}: scenario {case.scenario} has no crash point "
                      f"{case.schedule[0].token()}" + (f"; nearest: {', '.join(close)}" if close else ""))
+            # The recording's own step: a system-call step's, with which call of its file it is.
+            case = Case(case.scenario, (*found[first].schedule, *case.schedule[1:]))
         runner = CaseRunner(cfg)
         obs = runner.run(case, scenario)
         result = evaluate(obs, scenario, fsync=cfg.fsync, agent=cfg.agent,

@@ -537,7 +537,7 @@ class CaseRunner:
         call the step names, then let the fault act: a kill as after any kill, an observing one
         (`power`) on the whole trace of the main thread and the image taken before it."""
         calls = parse_file(trace)
-        missed = syscall_points.landed(calls, spec.session, step.kind, step.label, step.n)
+        missed = syscall_points.landed(calls, spec.session, step.kind, step.label, step.n, step.ordinal)
         if missed is not None:
             record.nondeterministic = (
                 f"incarnation {record.index} was not killed entering {step.kind} call {step.n} on "

@@ -17,8 +17,10 @@ those threads' writes and syncs). Counting every call of the main thread asks th
 make the same calls before the point as the recording did: no incarnation of a `--syscalls` run
 writes a bytecode cache (`PYTHONDONTWRITEBYTECODE`, honoured by forked children too), so the
 imports open the same files each time. A run that does not reach the call, or reaches it on
-another file, is caught (`landed`) and the case is nondeterministic, never held; a count that
-drifts onto another call of the same file is not caught (the id names no per-file ordinal).
+another file, is caught (`landed`) and the case is nondeterministic, never held; so is a count
+that drifts onto another call of the same file, where the recording's listing is at hand (the
+step's `ordinal`: in a matrix, and for `repro` of a first step; not for a deeper step `repro`
+reads from its id alone).
 """
 
 from __future__ import annotations
@@ -88,9 +90,11 @@ def kill_args(syscall: str, n: int) -> list[str]:
     return ["-e", "signal=none", "-e", f"inject={syscall}:signal=KILL:when={n}"]
 
 
-def landed(calls: Sequence[FsCall], session: Path, syscall: str, label: str, n: int) -> str | None:
+def landed(calls: Sequence[FsCall], session: Path, syscall: str, label: str, n: int,
+           ordinal: int | None = None) -> str | None:
     """Why the run traced with `kill_args` was not killed where its step says (None: it was):
-    its `n`-th `syscall` must name the step's file and never have returned."""
+    its `n`-th `syscall` must name the step's file and never have returned, and (`ordinal`, when
+    the recording's listing is at hand) be the same call of that file as in the recording."""
     matching = [c for c in calls if c.syscall.value == syscall]
     if len(matching) < n:
         return f"it made {len(matching)} {syscall} call(s), fewer than {n}"
@@ -101,6 +105,13 @@ def landed(calls: Sequence[FsCall], session: Path, syscall: str, label: str, n: 
         return f"its {syscall} call {n} was on {named}, not {label}"
     if call.result is not None:
         return f"its {syscall} call {n} on {label} returned"
+    if ordinal is not None:
+        point = f"{syscall}:{label}"
+        nth = sum(1 for c in matching[:n]
+                  if _under_any(c, root) and _store_call(c) and _point(c, root) == point)
+        if nth != ordinal:
+            return (f"its {syscall} call {n} was {syscall} {nth} of {label}, the recording's was "
+                    f"{syscall} {ordinal} of it (the count drifted onto another call of the file)")
     return None
 
 

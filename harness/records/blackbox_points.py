@@ -45,11 +45,13 @@ def crash_points(points: Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-def syscall_crash_points(listed: Sequence[str]) -> list[tuple[int, str, str, str | None]]:
-    """(N, syscall, file label, the probe event before it or None) of each point a `--syscalls`
-    incarnation listed (`N:syscall:file`, or `=kind:label@N:syscall:file`, N the main thread's
-    count: execution.syscall_points); `REFUSED` entries are none."""
+def syscall_crash_points(listed: Sequence[str]) -> list[tuple[int, str, str, str | None, int]]:
+    """(N, syscall, file label, the probe event before it or None, its ordinal) of each point a
+    `--syscalls` incarnation listed (`N:syscall:file`, or `=kind:label@N:syscall:file`, N the
+    main thread's count: execution.syscall_points); `REFUSED` entries are none. The ordinal
+    counts the listed calls of that syscall on that file (which call of the file it is)."""
     out = []
+    per_file: dict[str, int] = {}
     for entry in listed:
         if entry.startswith(REFUSED):
             continue
@@ -58,7 +60,8 @@ def syscall_crash_points(listed: Sequence[str]) -> list[tuple[int, str, str, str
             event, _, point = entry[len(SAME):].rpartition("@")
         n, _, point = point.partition(":")
         syscall, _, label = point.partition(":")
-        out.append((int(n), syscall, label, event))
+        per_file[point] = per_file.get(point, 0) + 1
+        out.append((int(n), syscall, label, event, per_file[point]))
     return out
 
 

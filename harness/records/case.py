@@ -25,7 +25,7 @@ crash is `changelog/none`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # How a plugin (a fault kind, an adapter) may be named: one plain token, as case ids and
 # command lines spell it.
@@ -66,6 +66,11 @@ class CrashStep:
     # A system-call step in the settle incarnation (`f01:write:lock`): the incarnation before
     # it finishes the work uncrashed; always the schedule's last step.
     settle: bool = False
+    # A system-call step as a recording listed it: which call of `kind` on `label` it is, counted
+    # per file (`n` counts per syscall over every file). Not in the id, nor compared: the kill
+    # checks it (a count that drifted onto another call of the same file); a step read from an
+    # id has none until the recording it came from is at hand (`repro` looks it up).
+    ordinal: int | None = field(default=None, compare=False)
 
     @property
     def at_call(self) -> bool:

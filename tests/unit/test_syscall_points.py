@@ -109,6 +109,23 @@ def test_the_kill_counts_the_main_thread_whole_and_landed_checks_the_file_and_th
     assert "returned" in str(landed(calls, SESSION, "pwrite64", "lock", 1))
 
 
+def test_a_count_that_drifted_onto_another_call_of_the_same_file_is_caught_by_its_ordinal() -> None:
+    listed = points(parse(TRACE), SESSION, EVENTS, EVENTS_SEEN)
+    steps = syscall_steps(listed, [KILL])
+    assert [(s.token(), s.ordinal) for s in steps][-2:] == [("s06:write:cfg.tmp/kill", 1),
+                                                            ("s01:rename:cfg.tmp/kill", 1)]
+    assert steps[-2] == CrashStep(6, "write", "cfg.tmp", "kill", syscall=True), "not part of the id"
+    # A run whose log write went to cfg.tmp instead: its 6th write is on cfg.tmp, but its second.
+    log, cfg = "write(4</s/case/session/log>", "write(5</s/case/session/cfg.tmp>"
+    killed = [line.partition(" ")[2].replace(log, cfg) for line in TRACE[:10] if line.startswith("7 ")]
+    killed.append('write(5</s/case/session/cfg.tmp>, "{}", 2) = ?')
+    calls = parse(killed)
+    assert landed(calls, SESSION, "write", "cfg.tmp", 6) is None, "the count alone cannot tell"
+    assert "was write 2 of cfg.tmp, the recording's was write 1" in str(
+        landed(calls, SESSION, "write", "cfg.tmp", 6, steps[-2].ordinal))
+    assert landed(calls, SESSION, "write", "cfg.tmp", 6, 2) is None
+
+
 def test_a_system_call_step_round_trips_through_its_id_and_is_not_a_black_box_one() -> None:
     case = Case.parse("changelog/05:commit.before:x/kill+s02:write:session.jsonl/power")
     assert case.schedule[1] == CrashStep(2, "write", "session.jsonl", "power", syscall=True)
