@@ -36,9 +36,12 @@ def become_subreaper() -> bool:
 
 def end_leftovers() -> int:
     """Stop, kill and reap every process still under this one (call when nothing of ours should
-    be running any more); returns how many there were."""
+    be running any more); returns how many were still running. An adopted orphan that already
+    exited (a tool's child that outlived its killed agent, then ended) is a zombie nobody waited
+    for: it is reaped too, and not counted, since it left nothing running."""
     me = psutil.Process()
     found: dict[int, psutil.Process] = {}
+    running = 0
     for _ in range(STOP_ROUNDS):
         try:
             new = [p for p in me.children(recursive=True) if p.pid not in found]
@@ -49,9 +52,10 @@ def end_leftovers() -> int:
         for p in new:
             found[p.pid] = p
             with contextlib.suppress(psutil.Error):
+                running += p.status() != psutil.STATUS_ZOMBIE
                 p.suspend()
     for p in found.values():
         with contextlib.suppress(psutil.Error):
             p.kill()
     psutil.wait_procs(list(found.values()), timeout=GONE_S)  # reaps those that are our children
-    return len(found)
+    return running
