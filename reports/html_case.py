@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.clip import clip, head_tail
 from crashmatrix.harness.records.evidence import MAX_TEXT as MAX_RECORDED
 from crashmatrix.harness.records.results import CaseResult
@@ -238,7 +239,17 @@ def _incarnation_name(r: CaseResult, i: int) -> str:
     # run when the case got that far (depth + 2 incarnations in all).
     if i == 0:
         return "run"
-    return "settle" if i == len(r.trace) - 1 and len(r.trace) == r.depth + 2 else "recover"
+    if i == len(r.trace) - 1 and len(r.trace) == r.depth + 2:
+        return "settle"
+    # A settle step's case: the incarnation after the finisher is the settle it crashed.
+    return "settle, crashed" if i == r.depth and _crashes_settle(r.case) else "recover"
+
+
+def _crashes_settle(case_id: str) -> bool:
+    try:
+        return Case.parse(case_id).crashes_settle
+    except CaseIdError:
+        return False
 
 
 def _trace_lanes(r: CaseResult) -> list[str]:

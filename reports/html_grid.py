@@ -44,7 +44,11 @@ def grids(results: Sequence[CaseResult]) -> dict[str, Grid]:
             grid.crash_free.append(r)
             continue
         first: CrashStep = schedule[0]
-        row = grid.rows.setdefault((first.n, first.point), _Row(first.n, first.point))
+        # A step counted apart from events is named with its mark: `s01:ftruncate:session.lock`
+        # (the recording's call) and `f01:ftruncate:session.lock` (its settle's) are two rows.
+        counted = first.at_call or first.downstream
+        where = first.token().rpartition("/")[0] if counted else first.point
+        row = grid.rows.setdefault((first.n, where), _Row(first.n, where))
         if len(schedule) == 1:
             row.by_fault[first.fault] = r
         else:

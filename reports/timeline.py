@@ -30,7 +30,8 @@ def render(obs: Observation, result: CaseResult) -> list[str]:
     deliveries = {(d.incarnation, d.event_n): d for d in obs.deliveries}
     requests = iter(obs.requests)
     for inc in obs.incarnations:
-        tag = "settle" if inc.settle else inc.command
+        crashed_settle = obs.case.crashes_settle and inc.index == obs.case.depth + 1
+        tag = "settle" if inc.settle else "settle, crashed" if crashed_settle else inc.command
         policies = ",".join(f"{t}={p}" for t, p in sorted(inc.policies.items()))
         lines.append(f"-- incarnation {inc.index} ({tag}; {policies})")
         for e in inc.events:

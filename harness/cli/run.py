@@ -385,7 +385,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                          shard=f"{shard_spec[0]}/{shard_spec[1]}" if shard_spec else None,
                          faults=selected, cases=tuple(sorted(set(only_cases))) or None,
                          line_coverage_source=coverage_sources or None, arrivals=arrivals,
-                         syscalls=syscalls)
+                         syscalls=syscalls, syscall_settles=syscalls)
     if not resume:
         claim_out(out_dir, overwrite)  # only reads: a directory refused gets no lock file
     lock_out(out_dir)  # before anything in --out is written (or, resuming, read)
@@ -475,7 +475,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                    f"no such case in this matrix ({len(matrix.enumerated_ids)} cases enumerated, e.g. "
                    f"{min(matrix.enumerated_ids, default='none')}; at --depth 2 a deeper case runs "
                    "only when its parent is named too"
-                   + ("; a case with an sNN step needs --syscalls" if not syscalls and any(
+                   + ("; a case with an sNN or fNN step needs --syscalls" if not syscalls and any(
                        s.syscall for s in Case.parse(unknown[0]).schedule) else "") + ")")
             fail(f"--case {unknown[0]}: {why}; `crashmatrix run` without --case lists them all")
         click.echo(f"crashmatrix: note: --case: a slice of the matrix, {len(set(only_cases))} named "

@@ -76,13 +76,16 @@ def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
 
 
 def hunt(mutant: MutantName, scenarios: Sequence[Scenario], runner: RunnerConfig,
-         jobs: int, faults: tuple[str, ...] | None = None, states: bool = False) -> Hunt:
+         jobs: int, faults: tuple[str, ...] | None = None, states: bool = False,
+         syscall_depth: int = 1) -> Hunt:
     """Run the mutant's matrix over `scenarios`: all recordings, then all single crashes, then
     crash loops; each level in scenario order, then crash-point order; stop at the first kill.
-    `faults`: the kinds enumerated (None: the default set); `states`: as `run --states`."""
-    # With system-call points, single crashes trace their recoveries (the matrix's depth 2).
+    `faults`: the kinds enumerated (None: the default set); `states`: as `run --states`;
+    `syscall_depth` (with `runner.syscalls`): 2, the recoveries' system-call points too."""
+    # At system-call depth 2, single crashes trace their recoveries (the matrix's depth 2).
+    deep = runner.syscalls and syscall_depth > 1
     matrix = Matrix(MatrixConfig(scenarios=list(scenarios), runner=runner, jobs=jobs, faults=faults,
-                                 states=states, depth=2 if runner.syscalls else 1))
+                                 states=states, depth=2 if deep else 1))
     by_name = {s.name: s for s in scenarios}
 
     def abort() -> None:
@@ -110,7 +113,7 @@ def _levels(mutant: MutantName, matrix: Matrix, by_name: Mapping[str, Scenario],
         if killer is not None:
             return Hunt(mutant, True, killer.case, str(killer.violations[0]["invariant"]), run,
                         unjudged=unjudged, repro=killer.repro)
-        cases = next_level(cases, results, by_name, matrix.faults, matrix.config.runner.syscalls)
+        cases = next_level(cases, results, by_name, matrix.faults, matrix.config.depth > 1)
         if matrix.states is not None:
             matrix.states.expect(cases)
     return Hunt(mutant, False, cases=run, unjudged=unjudged)
@@ -137,14 +140,14 @@ def hunt_all(names: Sequence[MutantName], *, jobs: int = 2, spawn: SpawnMode = S
                                       downstream=downstream,
                                       work_root=(work or Path(tmp)) / name.value,
                                       case_timeout_s=timeout_s, spawner=spawner, fsync=power,
-                                      syscalls=CATALOGUE[name].syscalls)
+                                      syscalls=CATALOGUE[name].syscalls > 0)
                 # A catalogue entry may name an arrival-timing variant of a built-in.
                 focused = resolve(CATALOGUE[name].scenarios)
-                found = hunt(name, focused, runner, jobs, faults, states)
+                found = hunt(name, focused, runner, jobs, faults, states, CATALOGUE[name].syscalls)
                 if not found.killed:
                     # The catalogue's guess missed: every other built-in gets its chance.
                     rest = [s for n, s in sorted(builtins.items()) if n not in CATALOGUE[name].scenarios]
-                    more = hunt(name, rest, runner, jobs, faults, states)
+                    more = hunt(name, rest, runner, jobs, faults, states, CATALOGUE[name].syscalls)
                     found = Hunt(name, more.killed, more.case, more.invariant,
                                  found.cases + more.cases, focused=False,
                                  unjudged=found.unjudged + more.unjudged, repro=more.repro)

@@ -2,7 +2,8 @@
 
 After the schedule's last crash, one `recover` runs to its end under the case's deadline. Then a
 *settle* incarnation runs `recover` once more: a finished session must stay finished, so it must
-make no request and run no effect; the verifier checks that on every case, for free.
+make no request and run no effect; the verifier checks that on every case, for free. A settle
+step (`fNN`, `--syscalls`) crashes that settle instead, and one more settles (`Case.step_of`).
 """
 
 from __future__ import annotations
@@ -245,7 +246,9 @@ class CaseRunner:
                 snap = capture if capture is not None and capture.incarnation == index else None
                 final_key = None
                 settle_args: list[str] = []
-                if record.settle and settled is not None:
+                # A settle traced for its points runs whatever an equal final state settled
+                # before: its calls are this case's settle steps (it may still be kept).
+                if record.settle and settled is not None and not record_calls:
                     # The case's URL on the fakes holds random bits of its own (issue 33, S4): in
                     # the key it stands as the directory's name, which the key masks, so two cases
                     # that end in the same state share a settle run.

@@ -63,7 +63,7 @@ def check_faults(case: Case, adapter: Adapter, known: Iterable[FaultKind] | None
             raise CaseIdError(f"bad crash step {step.token()!r}: fault {fault.name!r} acts at {where}")
         if step.syscall and not at_syscall_points_of(fault):
             raise CaseIdError(f"bad crash step {step.token()!r}: fault {fault.name!r} does not act at a "
-                              "system call (sNN steps take: a kill, a power loss)")
+                              "system call (sNN and fNN steps take: a kill, a power loss)")
         if step.blackbox and not at_store_calls_of(fault):
             raise CaseIdError(f"bad crash step {step.token()!r}: fault {fault.name!r} does not act at a "
                               "black-box store call (bNN steps take: kill)")

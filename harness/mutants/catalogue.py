@@ -75,13 +75,14 @@ class Mutant:
     # The fault kinds its hunt enumerates (`--fault`), for a mutant only a fault outside the
     # default set can kill; None: the default set.
     faults: tuple[str, ...] | None = None
-    # Its hunt adds system-call points (`run --syscalls`): those of each recording, then those
-    # of each single crash's recovery (the depth-2 cases `run --syscalls --depth 2` has).
-    syscalls: bool = False
+    # Its hunt adds system-call points (`run --syscalls`) up to this depth: 1, those of each
+    # recording and its settle; 2, then those of each single crash's recovery and settle too
+    # (the depth-2 cases `run --syscalls --depth 2` has: each single crash then runs traced).
+    syscalls: int = 0
 
 
 def _m(name: MutantName, failure: str, patch: PatchFn, *scenarios: str,
-       faults: tuple[str, ...] | None = None, syscalls: bool = False) -> Mutant:
+       faults: tuple[str, ...] | None = None, syscalls: int = 0) -> Mutant:
     return Mutant(name, failure, patch, scenarios, faults, syscalls)
 
 
@@ -252,19 +253,21 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "crash kept the task from being saved) runs them first as a run of their own, so the model "
        "is asked about them without the task.",
        A.inputs_before_task, "queued-input~also-add-retry-log@commit.before:run_started.prompt,message.user"),
-    # Killed only by a system-call point of a recovery (`run --syscalls --depth 2`): no probe
-    # event lies between the two calls, and a first incarnation never compacts.
+    # Killed only at a restart's system call, a settle's (`run --syscalls`) or a recovery's
+    # (`--depth 2`): no probe event lies between the two calls, and a first incarnation never
+    # compacts.
     _m(N.COMPACTS_LOG_IN_PLACE,
        "A restart compacts its log in place, truncating the file and then writing its commits "
        "back, so a crash between the two calls leaves the session with no record at all.",
-       G.compacts_log_in_place, "changelog-fast", syscalls=True),
-    # Killed only by a power loss at a recovery's system call (`run --syscalls --fault power
-    # --depth 2`): a kill keeps the page cache, and by the next commit the file is synced.
+       G.compacts_log_in_place, "changelog-fast", syscalls=1),
+    # Killed only by a power loss at a restart's system call (`run --syscalls --fault power`: a
+    # settle's; with `--depth 2`, a recovery's too): a kill keeps the page cache, and by the next
+    # commit the file is synced.
     _m(N.RENAMES_BEFORE_SYNC,
        "A restart compacts its log into a new file and renames it over the old one, but syncs the "
        "folder before the file, so a power loss between the two syncs keeps the new name with none "
        "of its bytes.",
-       G.compacts_log_unsynced_rename, "changelog-fast", faults=("power",), syscalls=True),
+       G.compacts_log_unsynced_rename, "changelog-fast", faults=("power",), syscalls=1),
     # Killed only by `power-names`: the strict loss undoes the unsynced rename (the synced
     # settings are back); a kill keeps the page cache.
     _m(N.SETTINGS_RESAVED_UNSYNCED,
@@ -278,12 +281,12 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "so after a power loss that kept the log's new length but not all of its blocks, the "
        "session refuses to open.",
        G.holes_taken_for_damage, "large-result", faults=("power-blocks",)),
-    # Killed only by a kill at a system call of the settle (`run --syscalls`): no other start
-    # finds the session finished, and the settle's rewrite leaves the same bytes behind.
+    # Killed at depth 1 only by a kill at a system call of the settle (`run --syscalls`): no
+    # other start there follows a clean finish, and the rewrite leaves the same bytes behind.
     _m(N.TIDIES_FINISHED_LOG,
        "A restart that finds the session finished tidies its log in place, truncating the file and "
        "writing its commits back, so a crash between the two calls loses the whole finished run.",
-       G.tidies_finished_log, "changelog-fast", syscalls=True),
+       G.tidies_finished_log, "changelog-fast", syscalls=1),
 )})
 
 

@@ -9,8 +9,9 @@ A system-call step counts the same calls with the probes still attached (`--sysc
 `changelog/05:commit.before:run_started/kill+s02:write:session.jsonl/kill` kills the recovery as it
 enters its 2nd `write` of `session.jsonl`, every invariant judged as at a probe event.
 A settle step counts them in the settle, the `recover` run on the finished work:
-`changelog/f01:write:lock/kill` lets the first incarnation finish the task, then kills the
-recover that follows as it enters its first `write` (of `lock`); one more recover settles.
+`changelog/f01:pwrite64:session.lock/kill` lets the first incarnation finish the task, then kills
+the recover that follows as it enters its first `pwrite64` (of `session.lock`); one more recover
+settles.
 
 A downstream step counts the incarnation's requests to the scenario's downstream services:
 `refund/d01:create:mail/reply-lost` loses the reply to the first incarnation's first downstream
@@ -63,7 +64,7 @@ class CrashStep:
     # `n` counts system calls as for a black-box step, but the agent keeps its probes: every
     # invariant is judged, and the step may crash any incarnation (`s02:write:session.jsonl`).
     syscall: bool = False
-    # A system-call step in the settle incarnation (`f01:write:lock`): the incarnation before
+    # A system-call step in the settle incarnation (`f01:pwrite64:session.lock`): the incarnation before
     # it finishes the work uncrashed; always the schedule's last step.
     settle: bool = False
     # A system-call step as a recording listed it: which call of `kind` on `label` it is, counted

@@ -56,8 +56,9 @@ class CaseResult:
     # `syscall:file` (only a traced recording's are listed; [] elsewhere and in probe mode).
     store_calls: list[list[str]] = field(default_factory=list)
     # --syscalls: the store calls of each incarnation traced with its probes on (the recording's
-    # first, a case's finishing one; [] for the others), `SAME`-marked where a probe event's kill
-    # stands for the call (blackbox.store_points): the system-call points a deeper case takes.
+    # first, a case's finishing one, and the settle after either; [] for the others),
+    # `SAME`-marked where a probe event's kill stands for the call (blackbox.store_points): the
+    # system-call points a deeper case takes.
     syscall_points: list[list[str]] = field(default_factory=list)
     # Downstream requests each incarnation made, as `kind:service` (create:mail): the crash points
     # of the downstream faults ([] for a scenario with no services).

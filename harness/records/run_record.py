@@ -63,6 +63,10 @@ class RunOptions:
     # System-call crash points with probes on (`--syscalls`); older files: False (before the
     # option existed, no case crashed at a system call with its probes attached).
     syscalls: bool = False
+    # With `syscalls`: the settles were traced too, their calls crash points (`fNN` steps); older
+    # files: False (a --syscalls run made before lists no settle's calls: resuming it would add
+    # none, so the difference refuses it).
+    syscall_settles: bool = False
 
     def differences(self, other: RunOptions, ignore: Sequence[str] = ()) -> list[tuple[str, object, object]]:
         """(field, ours, theirs) for each field both record with different values."""
@@ -187,6 +191,7 @@ class RunRecord:
             "scenarios": None if o.scenarios is None else list(o.scenarios), "shard": o.shard,
             "faults": None if o.faults is None else list(o.faults), "blackbox": o.blackbox,
             "states": o.states, "arrivals": o.arrivals, "syscalls": o.syscalls,
+            "syscall_settles": o.syscall_settles,
             "cases": None if o.cases is None else list(o.cases),
             "line_coverage_source": (None if o.line_coverage_source is None
                                      else list(o.line_coverage_source)),
@@ -241,6 +246,7 @@ class RunRecord:
                 states=bool(get("states", _is_bool, "true or false")),
                 arrivals=bool(get("arrivals", _is_bool, "true or false")),
                 syscalls=bool(get("syscalls", _is_bool, "true or false")),
+                syscall_settles=bool(get("syscall_settles", _is_bool, "true or false")),
                 cases=None if cases is None else tuple(cases),
                 line_coverage_source=None if sources is None else tuple(sources)),
             expected=expected,

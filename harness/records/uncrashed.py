@@ -48,8 +48,9 @@ def syscall_refusals(results: list[CaseResult]) -> dict[str, list[str]]:
     out = {}
     for r in sorted(results, key=lambda r: r.scenario):
         if r.depth == 0 and r.syscall_points:
-            files = sorted({e.partition(":")[2].partition(":")[2] for e in r.syscall_points[0]
-                            if e.startswith(REFUSED)})
+            # The recording's first incarnation and its settle (the traced ones at depth 0).
+            files = sorted({e.partition(":")[2].partition(":")[2] for calls in r.syscall_points[:2]
+                            for e in calls if e.startswith(REFUSED)})
             if files:
                 out[r.scenario] = files
     return out

@@ -42,7 +42,7 @@ def at_calls(result: dict[str, Any]) -> list[str]:
 
 def settles(result: dict[str, Any]) -> bool:
     """Whether the case crashes its settle (its last step is `fNN`)."""
-    return result["case"].rsplit("+", 1)[-1].split("/", 1)[-1].startswith("f")
+    return result["case"].split("/", 1)[1].split("+")[-1].startswith("f")
 
 
 def test_our_agent_holds_at_every_system_call_point_and_the_old_cases_keep_their_verdicts(
@@ -77,13 +77,18 @@ def test_our_agent_holds_at_every_system_call_point_and_the_old_cases_keep_their
     assert json.loads((tmp_path / "syscalls" / "run.json").read_text(encoding="utf-8"))["syscalls"] is True
 
 
-def test_our_agent_holds_at_the_system_calls_of_its_recoveries(tmp_path: Path) -> None:
-    code, found = run(tmp_path / "o", "--syscalls", "--depth", "2", "--shard", "1/16")
+def test_our_agent_holds_at_the_system_calls_of_its_recoveries_and_settles(tmp_path: Path) -> None:
+    # With --states: a settle to be traced runs even where an equal final state was settled.
+    code, found = run(tmp_path / "o", "--syscalls", "--depth", "2", "--shard", "1/16", "--states")
     assert code == 0, [(r["case"], invariants(r)) for r in found if r["verdict"] != "pass"]
     deeper = [r for r in found if r["depth"] == 2 and at_calls(r)]
     assert deeper, "each single crash's recovery was traced for its own calls"
     # The recovery's calls: the session lock's, before its first event, among them.
     assert any(t.endswith(":session.lock/kill") for r in deeper for t in at_calls(r))
+    # Every single crash's settle was traced, whatever state it settled: each has settle cases.
+    parents = {r["case"] for r in found if r["depth"] == 1 and not settles(r)}
+    assert parents
+    assert {r["case"].rsplit("+", 1)[0] for r in deeper if settles(r)} == parents
 
 
 def test_a_log_compacted_in_place_is_caught_only_at_a_restart_s_system_call(tmp_path: Path) -> None:
@@ -124,6 +129,7 @@ def test_a_finished_log_tidied_in_place_is_caught_only_at_a_settle_s_system_call
     replay = crashmatrix(*shlex.split(failed[0]["repro"])[1:])
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "SIGKILL entering write 1 (on session.jsonl) (strace)" in replay.stdout
+    assert "-- incarnation 2 (settle, crashed;" in replay.stdout
     assert run(tmp_path / "blind", "--agent", agent, "--black-box")[0] == 0
 
 

@@ -127,6 +127,21 @@ def test_run_json_round_trips_and_reads_the_older_format(tmp_path: Path) -> None
     assert read_run(tmp_path / "missing.json") is None
 
 
+def test_a_syscalls_run_from_before_settle_steps_differs_from_one_now(tmp_path: Path) -> None:
+    # A --syscalls run written before settles were traced lists none of their calls: resuming it
+    # would add no settle case, so its options differ from those of a --syscalls run now.
+    path = tmp_path / "run.json"
+    now = replace(OPTIONS, syscalls=True, syscall_settles=True)
+    write_run(path, RunRecord(declared_branches=DECLARED, options=now))
+    data = json.loads(path.read_text())
+    assert data["syscall_settles"] is True
+    del data["syscall_settles"]
+    path.write_text(json.dumps(data))
+    old = read_run(path)
+    assert old is not None
+    assert old.options.differences(now) == [("syscall_settles", False, True)]
+
+
 @pytest.mark.parametrize(("data", "message"), [
     ({"declared_branches": [], "depth": "2"}, "depth must be an integer"),
     ({"declared_branches": [], "complete": "yes"}, "complete must be true or false"),

@@ -143,6 +143,16 @@ def test_html_grid_has_a_titled_cell_per_case_in_event_order() -> None:
     assert fail_cell[0]["class"] == "cell v-fail"
 
 
+def test_html_grid_keeps_a_recording_s_call_and_its_settle_s_call_apart() -> None:
+    # Same number, same call, same file: one crashes the recording, the other its settle.
+    results = [make(Case("changelog")),
+               *(make(Case.parse(f"changelog/{mark}01:ftruncate:session.lock/kill"), verdict)
+                 for mark, verdict in (("s", Verdict.PASS), ("f", Verdict.FAIL)))]
+    page = html.render(results, DECLARED)
+    rows = re.findall(r'<tr data-held="(\d)"><td class="n">01</td><td><code>([^<]+)</code>', page)
+    assert rows == [("0", "f01:ftruncate:session.lock"), ("1", "s01:ftruncate:session.lock")]
+
+
 def test_html_draws_a_timeline_per_failing_case_and_the_coverage_table() -> None:
     page = html.render(sample_results(), DECLARED)
     assert page.count('<details class="case"') == 5
