@@ -33,8 +33,8 @@ def run_matrix(agent: str = DEFAULT_AGENT, *, scenarios: Sequence[str] = (),
                cases: Sequence[str] = ()) -> list[CaseResult]:
     """Every case's result (or only `cases`' and their scenarios' recordings), sorted by case id."""
     # The CLI's own checks, which end a command with exit 2 and a message: here, an exception.
+    from crashmatrix.harness.cli import common_options as cli  # noqa: PLC0415
     from crashmatrix.harness.cli import matrix_setup as setup  # noqa: PLC0415 - the CLI imports this module's callers
-    from crashmatrix.harness.cli import run as cli  # noqa: PLC0415
     from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig  # noqa: PLC0415
     from crashmatrix.harness.records.case import Case  # noqa: PLC0415
 
@@ -47,7 +47,7 @@ def run_matrix(agent: str = DEFAULT_AGENT, *, scenarios: Sequence[str] = (),
                 wanted = {Case.parse(c).scenario for c in cases}
                 chosen = [s for s in chosen if s.name in wanted]
             chosen = setup.fitting(adapter, chosen, named=bool(scenarios))
-            selected = cli._faults(adapter, tuple(faults))
+            selected = cli.selected_faults(adapter, tuple(faults))
     except SystemExit:
         raise MatrixError(said.getvalue().strip().removeprefix("crashmatrix: error: ")) from None
     except ValueError as exc:

@@ -18,9 +18,10 @@ from pathlib import Path
 import click
 
 from crashmatrix.harness.cli.agent_runs import folder_of, run_agents
+from crashmatrix.harness.cli.common_options import selected_faults
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.matrix_setup import adapter_named, printed_dirs, scenarios_named
-from crashmatrix.harness.cli.run import _black_box_scenarios, _faults
+from crashmatrix.harness.cli.run import _black_box_scenarios
 from crashmatrix.harness.cli.traced_modes import black_box_usable
 from crashmatrix.harness.records.results import (
     DEFAULT_MAX_EVENTS,
@@ -79,7 +80,7 @@ def compare_cmd(agents: tuple[str, ...], names: tuple[str, ...], dirs: tuple[str
     scenarios = scenarios_named(names, dirs)
     out_dir = Path(out)
     adapters = {a: adapter_named(a) for a in order}  # every name checked before anything runs
-    selected = {a: _faults(adapters[a], fault_names) for a in order}
+    selected = {a: selected_faults(adapters[a], fault_names) for a in order}
     if black_box:
         for a in order:
             black_box_usable(adapters[a], selected[a], 1)

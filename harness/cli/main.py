@@ -170,6 +170,6 @@ def entry() -> None:
                            "outliving its case) were killed as the command ended", err=True)
 
 
-# The matrix commands live in crashmatrix.harness.cli.run; registered here so `main` is the one entry point.
+# The matrix commands (run.py, list_cmd.py, repro.py); registered here so `main` is the one entry point.
 for _command in [*COMMANDS, merge_, compare_cmd, durability, bench, mutants, explore, schema, baseline]:
     main.add_command(_command)

@@ -1,41 +1,36 @@
-"""The matrix commands of `crashmatrix`: run, list, repro, merge (click wiring at the edge)."""
+"""`crashmatrix run`: the crash matrix, its results and reports (click wiring at the edge); the
+matrix commands it registers with it: list (list_cmd.py), repro (repro.py), report (report.py)."""
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import sys
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 import click
-from tabulate import tabulate
 
 from crashmatrix.harness.adapters.identity import identity
 from crashmatrix.harness.adapters.interface import Adapter, Capability
-from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.adapters.registry import DEFAULT_AGENT, list_agents
+from crashmatrix.harness.cli.common_options import selected_faults, with_common
 from crashmatrix.harness.cli.coverage_options import coverage_source_of, measured_name, python_only
 from crashmatrix.harness.cli.exitcodes import Exit, fail
+from crashmatrix.harness.cli.list_cmd import list_
 from crashmatrix.harness.cli.matrix_setup import (
     adapter_named,
     fitting,
     fsync_default,
-    need_tracer,
     printed_dirs,
-    require_fit,
     runner_config,
     scenarios_named,
 )
 from crashmatrix.harness.cli.out_claim import DEFAULT_OUT, claim_out
 from crashmatrix.harness.cli.out_lock import lock_out
-from crashmatrix.harness.cli.portable import found_from_here, portable_paths, run_dir
+from crashmatrix.harness.cli.portable import found_from_here, run_dir
 from crashmatrix.harness.cli.progress import Progress
 from crashmatrix.harness.cli.report import (
     coverage_failures,
@@ -44,11 +39,10 @@ from crashmatrix.harness.cli.report import (
     report,
     say_completeness,
 )
-from crashmatrix.harness.cli.tools_table import tools_table
+from crashmatrix.harness.cli.repro import repro
 from crashmatrix.harness.cli.traced_modes import black_box_usable, syscalls_usable
-from crashmatrix.harness.cli.verdict_exit import baseline_of, refuse_uncrashed, verdict_against, verdict_exit
-from crashmatrix.harness.enumeration import blackbox_cases, parse_shard, single_crash_cases
-from crashmatrix.harness.evaluate import evaluate
+from crashmatrix.harness.cli.verdict_exit import baseline_of, refuse_uncrashed, verdict_against
+from crashmatrix.harness.enumeration import parse_shard
 from crashmatrix.harness.execution.arrivals import with_arrivals
 from crashmatrix.harness.execution.crash_states import Tally
 from crashmatrix.harness.execution.line_coverage import (
@@ -58,21 +52,10 @@ from crashmatrix.harness.execution.line_coverage import (
 )
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.netns import exposure
-from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.scratch_watch import watches
 from crashmatrix.harness.execution.trees import remove_tree
-from crashmatrix.harness.faults.registry import (
-    check_faults,
-    check_selection,
-    faults_for,
-)
-from crashmatrix.harness.mutants.catalogue import MutantName
-from crashmatrix.harness.records.case import Case, CaseIdError
-from crashmatrix.harness.records.observation import Observation
-from crashmatrix.harness.records.redact import redact
+from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import (
-    DEFAULT_MAX_EVENTS,
-    DEFAULT_TIMEOUT_S,
     RESULTS_FILE,
     CaseResult,
     ResultsError,
@@ -102,59 +85,9 @@ from crashmatrix.harness.verify import CHECKS
 from crashmatrix.reports.facts import run_facts
 from crashmatrix.reports.header import header
 from crashmatrix.reports.terminal import render as render_summary
-from crashmatrix.reports.timeline import render as render_timeline
 from crashmatrix.reports.write import write_reports
-from crashmatrix.scenarios import ScenarioError
 from crashmatrix.scenarios.arrivals import parse as arrival_of
 from crashmatrix.scenarios.model import Scenario
-
-common_scenarios = [
-    click.option("--scenario", "names", multiple=True, metavar="NAME",
-                 help="Scenario to run (repeatable; default: every built-in and --scenarios one)."),
-    click.option("--scenarios", "dirs", multiple=True, metavar="DIR",
-                 type=click.Path(file_okay=False), help="Also load scenarios from DIR (repeatable)."),
-    click.option("--agent", default=DEFAULT_AGENT, show_default=True,
-                 help="Adapter of the agent under test: a registered name (crashmatrix.adapters "
-                      "entry points: durable-agent, messages-only, ...) or mutant:NAME."),
-    click.option("--timeout", default=DEFAULT_TIMEOUT_S, show_default=True, metavar="S",
-                 help="Per-case deadline; an agent that exceeds it is a liveness violation."),
-    click.option("--max-events", default=DEFAULT_MAX_EVENTS, show_default=True, metavar="N",
-                 type=click.IntRange(1), help="Step bound: an incarnation that emits more probe "
-                 "events is killed at once (a runaway loop, of the agent or the script)."),
-    click.option("--fsync", "fsync_given", type=click.Choice(["on", "off"]), default=None,
-                 help="The agent's fsync setting; default off (faster: SIGKILL loses no written "
-                      "data), on when a power-loss fault is selected (--fault power)."),
-    click.option("--fault", "fault_names", multiple=True, metavar="NAME",
-                 help="Fault kind to enumerate (repeatable; default: kill, second, torn; `power`, "
-                      "`power-keep1` and `power-names` run only when named here, each case under "
-                      "strace)."),
-    click.option("--spawn", type=click.Choice(["fork", "fresh"]), default="fork", show_default=True,
-                 help="fork: incarnations fork from a pre-imported zygote; fresh: a new interpreter each."),
-    click.option("--black-box", "black_box", is_flag=True,
-                 help="Crash at the agent's writes and syncs of its store (seen by strace), not at "
-                      "probe events: the agent runs without probes. For any agent whose store is "
-                      "files in its session directory ('file-store'); fault: kill; one crash deep. "
-                      "(`repro` of a black-box case id needs no flag: `b03:` says so.)"),
-]
-
-
-def with_common(fn: Any) -> Any:
-    for option in reversed(common_scenarios):
-        fn = option(fn)
-    return fn
-
-
-def _faults(adapter: Adapter, names: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The `--fault` selection, checked (exit 2 naming an unknown fault, or one the agent cannot
-    take; exit 3 when a selected fault needs strace and it is missing); None: the default set."""
-    if not names:
-        return None
-    selected = tuple(dict.fromkeys(names))
-    problems = check_selection(selected, adapter)
-    if problems:
-        fail("; ".join(problems))
-    need_tracer(selected)
-    return selected
 
 
 def _states_usable(adapter: Adapter, line_coverage: bool) -> None:
@@ -359,7 +292,7 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     adapter = adapter_named(agent)
     scenarios = fitting(adapter, scenarios, named=bool(names))
     where = run_dir() if found_from_here(agent) else None
-    selected = _faults(adapter, fault_names)
+    selected = selected_faults(adapter, fault_names)
     if black_box and arrivals:
         fail("--arrivals with --black-box: arrival points are probe events, and a black-box agent "
              "runs without them")
@@ -544,173 +477,6 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     if missing:
         click.echo(f"crashmatrix: error: {coverage_message(missing)}", err=True)
     sys.exit(int(verdict_against(results, known, baseline_file, bool(missing))))
-
-
-@click.command("list")
-@with_common
-@click.option("--cases", is_flag=True, help="Record each scenario and list its single-crash case ids.")
-@click.option("--agents", is_flag=True, help="List the registered agents: name, origin, capabilities.")
-@click.option("--tools", "tools", is_flag=True,
-              help="List the tools the --agent declares (with --agents: every registered agent's): "
-                   "name, replay policy, arguments. A framework app is loaded to find them.")
-@click.option("--syscalls", is_flag=True,
-              help="With --cases: list the system-call points' cases too (as `run --syscalls`).")
-def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float, max_events: int,
-          fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, cases: bool,
-          agents: bool, tools: bool, black_box: bool, syscalls: bool) -> None:
-    """List scenarios (with --cases, their case ids; with --agents, the agents; with --tools, tools)."""
-    if tools:
-        chosen = [(a.name, a.name) for a in list_agents()] if agents else []
-        if not agents or ":" in agent:
-            chosen.append((agent, agent))
-        for shown, ref in chosen:
-            click.echo(tools_table(shown, adapter_named(ref)))
-        return
-    if agents:
-        rows = [(a.name, a.origin, a.value, ", ".join(a.capabilities)) for a in list_agents()]
-        if ":" in agent:  # an agent named by path is listed too, so it can be checked
-            path = adapter_named(agent)
-            rows.append((path.name, "path", agent, ", ".join(sorted(c.value for c in path.capabilities))))
-        click.echo(tabulate(rows, headers=["agent", "origin", "from", "capabilities"]))
-        return
-    scenarios = scenarios_named(names, dirs)
-    if not cases:
-        for s in scenarios:
-            click.echo(f"{s.name:18} {s.description}")
-        return
-    adapter = adapter_named(agent)
-    require_fit(adapter, scenarios)
-    selected = _faults(adapter, fault_names)
-    if black_box:
-        black_box_usable(adapter, selected, 1)
-    if syscalls:
-        syscalls_usable(adapter, selected)
-    with runner_config(agent, timeout, fsync_default(fsync_given, selected, black_box), False, spawn,
-                       resolved=adapter, max_events=max_events, blackbox=black_box,
-                       syscalls=syscalls) as cfg:
-        for s in scenarios:
-            for case in _enumerate(cfg, s, selected, syscalls):
-                click.echo(case.case_id)
-
-
-def _enumerate(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] | None = None,
-               syscalls: bool = False) -> list[Case]:
-    """The scenario's single-crash cases, from a recording (`syscalls`: traced for its
-    system-call points too)."""
-    obs = CaseRunner(cfg).run(Case(scenario.name), scenario, trace_finisher=syscalls and not cfg.blackbox)
-    faults = faults_for(cfg.adapter, selected)
-    if cfg.blackbox:
-        calls = obs.incarnations[0].store_calls if obs.incarnations else []
-        return [Case(scenario.name), *blackbox_cases(scenario.name, calls, faults)]
-    first = [e.point for e in obs.incarnations[0].events] if obs.incarnations else []
-    calls = obs.incarnations[0].store_calls if obs.incarnations and syscalls else []
-    settle = obs.incarnations[1].store_calls if len(obs.incarnations) > 1 and syscalls else []
-    return [Case(scenario.name), *single_crash_cases(scenario.name, first, faults, obs.requests_of(1),
-                                                     calls, settle)]
-
-
-@click.command("repro")
-@click.argument("case_id", required=False)
-@with_common
-@click.option("--keep", is_flag=True, help="Keep the case's session and workspace and print where.")
-@click.option("--file", "repro_file", type=click.Path(dir_okay=False),
-              help="Replay a repro file written by `crashmatrix explore` (scenario, case and agent).")
-def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: float,
-          max_events: int, fsync_given: str | None, fault_names: tuple[str, ...], spawn: str, keep: bool,
-          repro_file: str | None, black_box: bool) -> None:
-    """Re-run exactly one case and print its timeline (its id names its faults: no --fault needed)."""
-    if repro_file is not None:
-        _repro_file(Path(repro_file), timeout, fsync_given == "on", spawn, keep)
-        return
-    if case_id is None:
-        fail("give a CASE_ID, or --file PATH")
-        return
-    try:
-        case = Case.parse(case_id)
-    except CaseIdError as exc:
-        fail(str(exc))
-        return
-    known = {s.name: s for s in scenarios_named(names, dirs)}
-    if case.scenario not in known and arrival_of(case.scenario):  # a variant: rebuilt from its name
-        known |= {s.name: s for s in scenarios_named((case.scenario,), dirs)}
-    scenario = known.get(case.scenario)
-    if scenario is None:
-        close = difflib.get_close_matches(case.scenario, list(known), n=3)
-        hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(known))}"
-        fail(f"unknown scenario {case.scenario!r} in case id {case_id!r}{hint}")
-        return
-    # The case's own faults are enumerated (and --fault ones too), whatever the default set.
-    named = tuple(dict.fromkeys([*fault_names, *(step.fault for step in case.schedule)]))
-    selected = named or None
-    black_box = black_box or case.blackbox  # a black-box step's id says so
-    if black_box:
-        black_box_usable(adapter_named(agent), selected, case.depth or 1)
-    syscalls = any(step.syscall for step in case.schedule)
-    if syscalls:
-        syscalls_usable(adapter_named(agent), selected)
-    work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
-    fsync = fsync_default(fsync_given, selected, black_box)
-    with runner_config(agent, timeout, fsync, keep, spawn, work=work, max_events=max_events,
-                       blackbox=black_box, syscalls=syscalls) as cfg:
-        require_fit(cfg.adapter, [scenario])
-        try:
-            check_faults(case, cfg.adapter)
-        except CaseIdError as exc:
-            fail(f"case id {case_id!r}: {exc}")
-        if selected:
-            _faults(cfg.adapter, selected)
-        if case.schedule:
-            # A first step at a system call needs the recording traced to be found.
-            found = {c.case_id: c for c in _enumerate(cfg, scenario, selected, case.schedule[0].syscall)}
-            first = Case(case.scenario, case.schedule[:1]).case_id
-            if first not in found:
-                close = difflib.get_close_matches(first, list(found), n=3, cutoff=0.5)
-                fail(f"unknown case id {case_id!r}: scenario {case.scenario} has no crash point "
-                     f"{case.schedule[0].token()}" + (f"; nearest: {', '.join(close)}" if close else ""))
-            # The recording's own step: a system-call step's, with which call of its file it is.
-            case = Case(case.scenario, (*found[first].schedule, *case.schedule[1:]))
-        runner = CaseRunner(cfg)
-        obs = runner.run(case, scenario)
-        result = evaluate(obs, scenario, fsync=cfg.fsync, agent=cfg.agent,
-                          scenario_dirs=portable_paths(dirs), duration_ms=0.0, timeout_s=timeout)
-    _print_timeline(obs, result)
-    if work is not None:
-        click.echo(f"kept: {work}")
-    sys.exit(int(verdict_exit([result])))
-
-
-def _print_timeline(obs: Observation, result: CaseResult) -> None:
-    """The case's timeline, as `repro` prints it: it quotes what the agent and its tools printed,
-    so secrets are redacted and terminal escapes shown, never obeyed."""
-    for line in render_timeline(obs, result):
-        click.echo(terminal_safe(redact(line)))
-
-
-def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool) -> None:
-    from crashmatrix.harness.explore import ReproFileError, read_repro, run_repro  # noqa: PLC0415 - rare path
-
-    try:
-        saved = read_repro(path)
-        mutant = MutantName(saved.mutant) if saved.mutant else None
-    except (ReproFileError, ScenarioError) as exc:
-        fail(str(exc))
-        return
-    except ValueError:
-        fail(f"{path}: field 'mutant': unknown mutant {saved.mutant!r}")
-        return
-    adapter: Adapter = MutantAdapter(mutant) if mutant else adapter_named(saved.agent)
-    require_fit(adapter, [saved.scenario])
-    try:
-        check_faults(saved.case, adapter)
-    except CaseIdError as exc:
-        fail(f"{path}: {exc}")
-    work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
-    with runner_config(adapter, timeout, fsync, keep, spawn, work=work) as cfg:
-        obs, result = run_repro(saved, cfg)
-    _print_timeline(obs, result)
-    if work is not None:
-        click.echo(f"kept: {work}")
-    sys.exit(int(Exit.HELD if result.ok else Exit.VIOLATIONS))
 
 
 COMMANDS = [run, list_, repro, report]

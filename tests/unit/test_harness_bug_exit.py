@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from crashmatrix.harness.cli import run as run_cli
+from crashmatrix.harness.cli import list_cmd
 from crashmatrix.harness.cli.main import main
 
 
@@ -15,7 +15,7 @@ def test_an_uncaught_error_is_exit_3_with_a_plain_message(monkeypatch: pytest.Mo
     def broken(*args: Any, **kwargs: Any) -> str:
         raise RuntimeError("boom in a table")
 
-    monkeypatch.setattr(run_cli, "tabulate", broken)
+    monkeypatch.setattr(list_cmd, "tabulate", broken)
     result = CliRunner().invoke(main, ["list", "--agents"])
     assert result.exit_code == 3, result.output
     first = result.output.splitlines()[0]

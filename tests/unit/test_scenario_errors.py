@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from crashmatrix.harness.cli.exitcodes import Exit
-from crashmatrix.harness.cli.run import verdict_exit
+from crashmatrix.harness.cli.verdict_exit import verdict_exit
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.events import ProbeEvent
