@@ -92,26 +92,28 @@ def test_our_agent_holds_at_the_system_calls_of_its_recoveries_and_settles(tmp_p
 
 
 def test_a_log_compacted_in_place_is_caught_only_at_a_restart_s_system_call(tmp_path: Path) -> None:
-    code, found = run(tmp_path / "deep", "--agent", MUTANT, "--syscalls", "--depth", "2", "--shard", "1/16")
+    # Depth 1: only the settle's calls (the settle compacts too); every event case and every call
+    # of the recording holds.
+    code, found = run(tmp_path / "first", "--agent", MUTANT, "--syscalls")
     failed = [r for r in found if r["verdict"] == "fail"]
     assert code == 1
-    # Every failing case crashed a restart at a system call, the log truncated, not yet rewritten:
-    # a recovery (depth 2) or a settle (which compacts too).
-    assert {t.split("/")[0] for r in failed for t in at_calls(r)[-1:]} == {
-        "s01:write:session.jsonl", "f01:write:session.jsonl"}, [r["case"] for r in failed]
-    assert all(r["depth"] == 2 or settles(r) for r in failed)
-    killer = next(r for r in failed if not settles(r))
+    assert {at_calls(r)[-1] for r in failed} == {"f01:write:session.jsonl/kill"}, [r["case"] for r in failed]
+    assert [r["case"] for r in found if r["verdict"] != "pass" and not settles(r)] == []
+    # Depth 2: a recovery killed between the log's truncate and its rewrite, its parent held.
+    parent = f"{SCENARIO}/04:commit.after:run_started.prompt,message.user/kill"
+    killed = f"{parent}+s01:write:session.jsonl/kill"
+    code, pair = run(tmp_path / "deep", "--agent", MUTANT, "--syscalls", "--depth", "2",
+                     "--case", parent, "--case", killed)
+    by_case = {r["case"]: r for r in pair}
+    assert code == 1
+    assert (by_case[parent]["verdict"], by_case[killed]["verdict"]) == ("pass", "fail")
+    killer = by_case[killed]
     # Judged from probe events (commits acknowledged at inc1#N): the probes stayed attached.
     assert "durable-commits" in invariants(killer)
     assert killer["trace"][0], killer["case"]
     replay = crashmatrix(*shlex.split(killer["repro"])[1:])
     assert replay.returncode == 1, replay.stdout + replay.stderr
     assert "durable-commits" in replay.stdout
-    # Every other kind of case holds: events at depth 1 and 2, the recording's system calls (the
-    # shard's), black-box calls.
-    assert [r["case"] for r in found if r["verdict"] != "pass" and not (at_calls(r) and r["depth"] == 2)
-            and not settles(r)] == []
-    assert any(r["depth"] == 2 and not at_calls(r) for r in found)
     assert run(tmp_path / "blind", "--agent", MUTANT, "--black-box")[0] == 0
 
 
@@ -163,15 +165,13 @@ def test_our_agent_holds_a_power_loss_at_every_system_call_point(tmp_path: Path)
 def test_a_rename_synced_before_its_data_is_caught_only_by_a_power_loss_at_a_restart_s_call(
         tmp_path: Path) -> None:
     agent = "mutant:renames-before-sync"
-    code, found = run(tmp_path / "deep", "--agent", agent, "--syscalls", "--fault", "power",
-                      "--depth", "2", "--shard", "1/16")
+    code, found = run(tmp_path / "first", "--agent", agent, "--syscalls", "--fault", "power")
     failed = [r for r in found if r["verdict"] == "fail"]
     assert code == 1
     # The log's name is durable, its bytes are not: only between the folder's sync and the file's,
-    # in a recovery or (it compacts too) a settle; every other case of the shard holds.
-    assert {at_calls(r)[-1] for r in failed} <= {"s02:fsync:session.jsonl/power",
-                                                 "f02:fsync:session.jsonl/power"}, [r["case"] for r in failed]
-    assert all(r["depth"] == 2 and "durable-commits" in invariants(r) for r in failed)
+    # at depth 1 in the settle (it compacts too); every other case holds.
+    assert {at_calls(r)[-1] for r in failed} == {"f02:fsync:session.jsonl/power"}, [r["case"] for r in failed]
+    assert [r["case"] for r in found if r["verdict"] != "pass" and not settles(r)] == []
     # At a recovery's call: the power loss fails, a kill at the same call after the same crash
     # keeps the page cache and holds. (That a power loss at events comes after the file's sync is
     # measured: `--fault power --depth 2`.)
