@@ -239,8 +239,7 @@ class CaseRunner:
                                    shlex.join([*cfg.adapter.program, *args]))
                 # Black-box: the recording's first incarnation is traced for its store calls;
                 # --syscalls: the finishing one and the settle, probes on, of a case that may be
-                # extended (a settle reused from an equal final state is not run: its points are
-                # those of the case that ran it).
+                # extended (its settle's calls are its own settle steps: never a reused settle).
                 record_calls = ((not probes and case.depth == 0 and index == 1)
                                 or (trace_finisher and probes and index in (case.depth + 1, case.depth + 2)))
                 snap = capture if capture is not None and capture.incarnation == index else None
