@@ -6,6 +6,7 @@
     spawners       picks one for a spawn mode
     incarnation    one agent process on the probe channel: step, kill, reap
     runner         one case: incarnations under the crash schedule, faults applied, settle run
+    call_outcomes  after a kill at a call or an injected call: did it land; then the fault
     matrix         a whole matrix: record, enumerate, run, go deeper
     arrivals       --arrivals: the runs each input's and cancel's points are read from
     scratch        where case trees live (tmpfs when it can), and the sweep of dead ones

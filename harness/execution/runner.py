@@ -25,9 +25,10 @@ from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSp
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
 from crashmatrix.harness.adapters.tools import declared_policies
 from crashmatrix.harness.execution import blackbox, case_services, syscall_points
+from crashmatrix.harness.execution.call_outcomes import after_injection, killed_at_call, killed_at_syscall
 from crashmatrix.harness.execution.case_services import DownstreamHost
 from crashmatrix.harness.execution.freeze_chain import FreezeChain
-from crashmatrix.harness.execution.fs_inject import inject_args, injected
+from crashmatrix.harness.execution.fs_inject import inject_args
 from crashmatrix.harness.execution.fs_trace import parse_file
 from crashmatrix.harness.execution.incarnation import (
     Incarnation,
@@ -46,7 +47,6 @@ from crashmatrix.harness.execution.workspace_files import snapshot
 from crashmatrix.harness.faults.interface import (
     AtCrash,
     FaultKind,
-    InjectingFault,
     at_crash_of,
     at_request,
     injecting,
@@ -54,7 +54,7 @@ from crashmatrix.harness.faults.interface import (
 )
 from crashmatrix.harness.faults.registry import fault_named
 from crashmatrix.harness.records.agent_env import agent_environment
-from crashmatrix.harness.records.case import Case, CrashStep
+from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import (
     Delivery,
     IncarnationRecord,
@@ -66,7 +66,6 @@ from crashmatrix.harness.records.observation import (
 from crashmatrix.harness.records.output_tail import WINDOW
 from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT_S
 from crashmatrix.harness.records.transcript import Transcript
-from crashmatrix.harness.records.tree_image import TreeImage
 from crashmatrix.scenarios.model import Scenario
 
 # Permits granted at a time to an incarnation that is to run to its end.
@@ -489,11 +488,14 @@ class CaseRunner:
                     record.exit_code = inc.wait(deadline)
                     # strace has exited (it was waited for): its trace is whole
                     if inject is not None and injected_step is not None and before is not None:
-                        self._injected(inject, injected_step, record, spec, trace, before)
+                        after_injection(inject, adapter, self.config.fsync, injected_step, record, spec,
+                                        trace, before)
                     elif killing_step is not None and killing_step.syscall:
-                        self._killed_at_syscall(killing_step, record, spec, trace, before)
+                        killed_at_syscall(self.fault(killing_step.fault), adapter, self.config.fsync,
+                                          killing_step, record, spec, trace, before)
                     elif killing_step is not None:
-                        self._killed_at_call(killing_step, record, spec, trace)
+                        killed_at_call(self.fault(killing_step.fault), adapter, killing_step, record,
+                                       spec, trace)
                     elif record_calls and probes:
                         # The agent's event writes mark which calls a probe event already
                         # stands before (syscall_points.points).
@@ -520,59 +522,6 @@ class CaseRunner:
     def _state_key(self, case_dir: Path, case_key: str | None) -> str:
         state = self.config.provider.state(case_key) if case_key is not None else None
         return key(case_dir, state) if state is not None else ""
-
-    def _killed_at_call(self, step: CrashStep, record: IncarnationRecord, spec: LaunchSpec,
-                        trace: Path) -> None:
-        """After a black-box step's incarnation ended: check strace killed it entering the call
-        (else the case proves nothing), then let the fault act as after any kill."""
-        if not blackbox.landed(parse_file(trace), spec.session, step.kind, step.label, step.n):
-            record.nondeterministic = (
-                f"incarnation {record.index} was not killed entering call {step.n} of {step.kind} on "
-                f"{step.label} (exit code {record.exit_code}): the recording promised it")
-            return
-        record.killed_at_call = f"{step.kind} {step.n} of {step.label}"
-        self.fault(step.fault).apply(self.config.adapter, spec)
-
-    def _killed_at_syscall(self, step: CrashStep, record: IncarnationRecord, spec: LaunchSpec,
-                           trace: Path, before: TreeImage | None) -> None:
-        """After a system-call step's incarnation ended: check strace killed it entering the
-        call the step names, then let the fault act: a kill as after any kill, an observing one
-        (`power`) on the whole trace of the main thread and the image taken before it."""
-        calls = parse_file(trace)
-        missed = syscall_points.landed(calls, spec.session, step.kind, step.label, step.n, step.ordinal)
-        if missed is not None:
-            record.nondeterministic = (
-                f"incarnation {record.index} was not killed entering {step.kind} call {step.n} on "
-                f"{step.label}, as the recording promised: {missed} (exit code {record.exit_code})")
-            return
-        record.killed_at_call = f"{step.kind} {step.n} (on {step.label})"
-        fault = self.fault(step.fault)
-        if before is not None and observes_of(fault):
-            # The call it was killed entering never ran: not a write the power took half of.
-            killed = [c for c in calls if c.syscall.value == step.kind][step.n - 1]
-            ran = [c for c in calls if c is not killed]
-            observed = ObservedKill(self.config.adapter, spec, ran, before, self.config.fsync)
-            fault.apply_observed(observed)
-            record.fault_notes = observed.notes
-        else:
-            fault.apply(self.config.adapter, spec)
-
-    def _injected(self, fault: InjectingFault, step: CrashStep, record: IncarnationRecord,
-                  spec: LaunchSpec, trace: Path, before: TreeImage) -> None:
-        """After an injected incarnation ended: check its call came (else the case proves nothing),
-        then let the fault act on what it left."""
-        with trace.open(encoding="utf-8", errors="surrogateescape") as f:
-            came = injected(f)
-        if not came:
-            record.nondeterministic = (
-                f"incarnation {record.index} never made call {step.n} of {step.kind} on {step.label} "
-                f"that {fault.name} was to fail (the recording promised it)")
-            return
-        record.injected = f"{step.kind} {step.n} of {step.label}: {fault.how}"
-        record.must_stop = fault.must_stop
-        observed = ObservedKill(self.config.adapter, spec, parse_file(trace), before, self.config.fsync)
-        fault.apply_observed(observed)
-        record.fault_notes = observed.notes
 
     def _env(self) -> dict[str, str]:
         if self._base_env is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from crashmatrix.agent import log as log_module
 from crashmatrix.agent.lock import SessionLock
-from crashmatrix.agent.log import SessionLog
+from crashmatrix.agent.log import Commit, SessionLog
 from crashmatrix.agent.loop import Agent
 from crashmatrix.agent.records import EntryType
 from crashmatrix.harness.mutants.patching import Patcher
@@ -70,9 +70,11 @@ def repair_drops_one_more(p: Patcher) -> None:
     p.replace(SessionLog, "open", open_and_repair)
 
 
-def _compacting(p: Patcher, compact: Callable[[Path, bytes], None]) -> None:
+def _compacting(p: Patcher, compact: Callable[[Path, bytes], None],
+                when: Callable[[list[Commit], bool], bool] = lambda commits, whole: True) -> None:
     """Patch the log's open so that a restart first compacts the log it found: `compact` is
-    given the log's absolute path and its good commits' bytes (read once)."""
+    given the log's absolute path and its good commits' bytes (read once), `when` its commits
+    and whether the log is whole (no torn tail) holds."""
     open_log: Callable[[SessionLog], None] = SessionLog.open
 
     def open_and_compact(self: SessionLog) -> None:
@@ -80,59 +82,48 @@ def _compacting(p: Patcher, compact: Callable[[Path, bytes], None]) -> None:
         data = path.read_bytes() if path.exists() else b""
         if data:
             commits, good_len, _ = log_module.scan(data, path)
-            if commits:
+            if commits and when(commits, good_len == len(data)):
                 compact(path, data[:good_len])
         open_log(self)
 
     p.replace(SessionLog, "open", open_and_compact)
 
 
-def compacts_log_in_place(p: Patcher) -> None:
-    def rewrite(path: Path, good: bytes) -> None:
-        # The fault: the log is compacted in place: the file is truncated, then its good commits
-        # are written back. No probe event lies between the two calls, so only a crash at the
-        # system call in between sees the log empty, with every commit of the session gone (the
-        # safe way: a temporary file renamed over it).
-        fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-        try:
-            log_module.write_all(fd, good)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def _rewrite_in_place(path: Path, good: bytes) -> None:
+    """Truncate the log, then write `good` back and sync: no probe event lies between the two
+    calls, so only a crash at the system call in between sees the log empty (the safe way: a
+    temporary file renamed over it)."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        log_module.write_all(fd, good)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
-    _compacting(p, rewrite)
+
+def compacts_log_in_place(p: Patcher) -> None:
+    # The fault: every restart compacts its log in place (`_rewrite_in_place`), with every
+    # commit of the session gone if it dies between the truncate and the rewrite.
+    _compacting(p, _rewrite_in_place)
 
 
 def tidies_finished_log(p: Patcher) -> None:
     acquire: Callable[[SessionLock], None] = SessionLock.acquire
-    open_log: Callable[[SessionLog], None] = SessionLog.open
     clean: list[bool] = [False]  # whether the last holder released the lock (an empty lock file)
 
     def acquire_and_look(self: SessionLock) -> None:
         clean[0] = self.path.exists() and self.path.stat().st_size == 0
         acquire(self)
 
-    def open_and_tidy(self: SessionLog) -> None:
-        path = Path(os.path.abspath(self.path))
-        data = path.read_bytes() if path.exists() else b""
-        commits, good_len, _ = log_module.scan(data, path) if data else ([], 0, None)
-        last = commits[-1].entries if commits else []
-        if clean[0] and any(e["type"] == EntryType.RUN_FINISHED for e in last) and good_len == len(data):
-            # The fault: a session whose run finished and whose last process shut down cleanly
-            # (it released the lock) is tidied when opened again: its log written back in place,
-            # truncated, then rewritten. No probe event lies between the two calls, and only the
-            # start after a clean finish does it: only a crash at a system call of the settle
-            # (the recover on the finished work) sees the log empty.
-            fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-            try:
-                log_module.write_all(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        open_log(self)
+    def finished_cleanly(commits: list[Commit], whole: bool) -> bool:
+        return clean[0] and whole and any(e["type"] == EntryType.RUN_FINISHED for e in commits[-1].entries)
 
+    # The fault: a session whose run finished and whose last process shut down cleanly (it
+    # released the lock) is tidied when opened again, its log rewritten in place. Only the start
+    # after a clean finish does it: at depth 1, only a crash at a system call of the settle (the
+    # recover on the finished work) sees the log empty.
     p.replace(SessionLock, "acquire", acquire_and_look)
-    p.replace(SessionLog, "open", open_and_tidy)
+    _compacting(p, _rewrite_in_place, finished_cleanly)
 
 
 def compacts_log_unsynced_rename(p: Patcher) -> None:
