@@ -151,8 +151,18 @@ def crash_loop_extension(case: Case, trace: list[list[str]], loop: int,
         requests[case.depth] if len(requests) > case.depth else [])
     for n, point in enumerate(points, 1):
         if point == last.point:
-            return case.extend(dataclasses.replace(last, n=n))
+            # A variant is of the state its own run left: the repeat finds its own.
+            return case.extend(dataclasses.replace(last, n=n, variant=None))
     return None
+
+
+def variant_siblings(case: Case, variants: Sequence[str]) -> list[Case]:
+    """The case with its last step's fault in each variant its run offered (`power-subsets`:
+    which unsynced writes reached the disk); none for a step that is a variant already."""
+    if not case.schedule or case.schedule[-1].variant is not None:
+        return []
+    *before, last = case.schedule
+    return [Case(case.scenario, (*before, dataclasses.replace(last, variant=v))) for v in variants]
 
 
 def in_shard(index: int, shard: tuple[int, int] | None) -> bool:

@@ -64,6 +64,16 @@ def policies_of(obs: Observation) -> dict[str, str] | None:
             for tool, policy in first.items()}
 
 
+def _offered(obs: Observation) -> list[str]:
+    """The variants offered by the incarnation its last step crashed (a variant-less step):
+    a variant of an earlier step is a sibling of the shallower case that ran that step last."""
+    case = obs.case
+    if not case.schedule or case.schedule[-1].variant is not None:
+        return []
+    last = case.depth + 1 if case.crashes_settle else case.depth
+    return next((list(inc.variants) for inc in obs.incarnations if inc.index == last), [])
+
+
 def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
              scenario_dirs: list[str], duration_ms: float, timeout_s: float | None = None,
              run_dir: str | None = None,
@@ -121,6 +131,7 @@ def evaluate(obs: Observation, scenario: Scenario, *, fsync: bool, agent: str,
         syscall_points=([inc.store_calls for inc in obs.incarnations]
                         if obs.probes and any(inc.store_calls for inc in obs.incarnations) else []),
         downstream=[obs.requests_of(inc.index) for inc in obs.incarnations] if obs.downstream else [],
+        variants=_offered(obs),
         exit_codes=[inc.exit_code for inc in obs.incarnations],
         requests=len(obs.requests),
         commits=obs.transcript.commits,

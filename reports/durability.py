@@ -102,7 +102,7 @@ RULES = (
          "twice is the first column's finding, in kill cases)",
          frozenset({"durable-commits", "no-silent-success", "reserved-result", "finished-stays-finished",
                     "continuation", "pairing", "log-integrity", "liveness", "final-ends-run"}),
-         frozenset({"power", "power-blocks", "power-keep1", "power-names"}), FILE_STORE),
+         frozenset({"power", "power-blocks", "power-keep1", "power-names", "power-subsets"}), FILE_STORE),
     Rule(Promise.SECOND_WRITER, "a second process started on the same session while the first is "
          "alive is refused", frozenset({"one-writer"}), frozenset({"second"}), CONCURRENT),
 )

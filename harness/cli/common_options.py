@@ -30,9 +30,11 @@ common_scenarios = [
                  help="The agent's fsync setting; default off (faster: SIGKILL loses no written "
                       "data), on when a power-loss fault is selected (--fault power)."),
     click.option("--fault", "fault_names", multiple=True, metavar="NAME",
-                 help="Fault kind to enumerate (repeatable; default: kill, second, torn; `power`, "
-                      "`power-keep1` and `power-names` run only when named here, each case under "
-                      "strace)."),
+                 help="Fault kind to enumerate (repeatable; default: kill, second, torn and, for "
+                      "a scenario with downstream services, the downstream faults; the power "
+                      "family (power, power-keep1, power-names, power-blocks, power-subsets) and "
+                      "the I/O errors (eio-fsync, enospc-write, short-write) run only when named "
+                      "here, each case under strace)."),
     click.option("--spawn", type=click.Choice(["fork", "fresh"]), default="fork", show_default=True,
                  help="fork: incarnations fork from a pre-imported zygote; fresh: a new interpreter each."),
     click.option("--black-box", "black_box", is_flag=True,

@@ -308,14 +308,20 @@ class CaseItem(pytest.Item):
 
     def runtest(self) -> None:
         host = _host(self.config)
-        result, obs = self._judged(self.case)
+        result, _ = self._judged(self.case)
         failures = self._failures(result)
-        deeper = self._deeper(result, obs) if self.case.schedule and host.depth > 1 else []
+        deeper = self._deeper(result) if self.case.schedule and (host.depth > 1 or result.variants) else []
         failures += [line for r in deeper for line in self._failures(r)]
         if failures:
             if deeper:
-                failures.insert(0, f"{self.case.case_id} and the {len(deeper)} deeper case(s) that "
-                                   f"crash its recoveries (--crashmatrix-depth {host.depth}):")
+                recoveries = f"that crash its recoveries (--crashmatrix-depth {host.depth})"
+                if not any(r.variants for r in [result, *deeper]):
+                    head = f"the {len(deeper)} deeper case(s) {recoveries}"
+                else:
+                    also = f" and those {recoveries}" if host.depth > 1 else ""
+                    head = (f"the {len(deeper)} case(s) run within it, the other states of its crash "
+                            f"points (a fault's variants){also}")
+                failures.insert(0, f"{self.case.case_id} and {head}:")
             raise CaseFailed("\n".join(failures))
         known = host.baseline
         if known is not None and known.cases.get(result.case) is not None and not result.ok:
@@ -344,10 +350,11 @@ class CaseItem(pytest.Item):
                           timeout_s=host.runner_config.case_timeout_s)
         return result, obs
 
-    def _deeper(self, result: CaseResult, obs: Observation) -> list[CaseResult]:
+    def _deeper(self, result: CaseResult) -> list[CaseResult]:
         """The cases that crash this one's recoveries, up to the depth asked, depth first (as
-        `run --depth` enumerates them: every event of the incarnation that finished the work)."""
-        from crashmatrix.harness.enumeration import extensions  # noqa: PLC0415
+        `run --depth` enumerates them: every event of the incarnation that finished the work),
+        and the other states of each one's last crash point (the variants its fault offered)."""
+        from crashmatrix.harness.enumeration import extensions, variant_siblings  # noqa: PLC0415
         from crashmatrix.harness.faults.registry import faults_for  # noqa: PLC0415
         from crashmatrix.harness.records.results import Verdict  # noqa: PLC0415
 
@@ -357,9 +364,12 @@ class CaseItem(pytest.Item):
         todo = [(self.case, result)]
         while todo:
             case, done = todo.pop()
-            if case.depth >= host.depth or done.verdict not in (Verdict.PASS, Verdict.FAIL):
+            if done.verdict not in (Verdict.PASS, Verdict.FAIL):
                 continue
-            for child in reversed(extensions(case, done.trace, faults, done.downstream, done.syscall_points)):
+            children = variant_siblings(case, done.variants)
+            if case.depth < host.depth:
+                children += extensions(case, done.trace, faults, done.downstream, done.syscall_points)
+            for child in reversed(children):
                 child_result, _ = self._judged(child)
                 found.append(child_result)
                 todo.append((child, child_result))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import sys
 import tempfile
@@ -91,13 +92,17 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         if case.schedule:
             # A first step at a system call needs the recording traced to be found.
             found = {c.case_id: c for c in enumerate_cases(cfg, scenario, selected, case.schedule[0].syscall)}
-            first = Case(case.scenario, case.schedule[:1]).case_id
+            # A variant (`power-subsets:011`) is of a point the recording gives; whether it fits
+            # the state there is for the run to say (a mask of another length: nondeterministic).
+            step = case.schedule[0]
+            first = Case(case.scenario, (dataclasses.replace(step, variant=None),)).case_id
             if first not in found:
                 close = difflib.get_close_matches(first, list(found), n=3, cutoff=0.5)
                 fail(f"unknown case id {case_id!r}: scenario {case.scenario} has no crash point "
-                     f"{case.schedule[0].token()}" + (f"; nearest: {', '.join(close)}" if close else ""))
+                     f"{step.token()}" + (f"; nearest: {', '.join(close)}" if close else ""))
             # The recording's own step: a system-call step's, with which call of its file it is.
-            case = Case(case.scenario, (*found[first].schedule, *case.schedule[1:]))
+            recorded = dataclasses.replace(found[first].schedule[0], variant=step.variant)
+            case = Case(case.scenario, (recorded, *case.schedule[1:]))
         runner = CaseRunner(cfg)
         obs = runner.run(case, scenario)
         result = evaluate(obs, scenario, fsync=cfg.fsync, agent=cfg.agent,

@@ -51,9 +51,9 @@ def killed_at_syscall(fault: FaultKind, adapter: Adapter, fsync: bool, step: Cra
         # The call it was killed entering never ran: not a write the power took half of.
         killed = [c for c in calls if c.syscall.value == step.kind][step.n - 1]
         ran = [c for c in calls if c is not killed]
-        observed = ObservedKill(adapter, spec, ran, before, fsync)
+        observed = ObservedKill(adapter, spec, ran, before, fsync, step.variant)
         fault.apply_observed(observed)
-        record.fault_notes = observed.notes
+        observed.report(record)
     else:
         fault.apply(adapter, spec)
 
@@ -71,6 +71,6 @@ def after_injection(fault: InjectingFault, adapter: Adapter, fsync: bool, step: 
         return
     record.injected = f"{step.kind} {step.n} of {step.label}: {fault.how}"
     record.must_stop = fault.must_stop
-    observed = ObservedKill(adapter, spec, parse_file(trace), before, fsync)
+    observed = ObservedKill(adapter, spec, parse_file(trace), before, fsync, step.variant)
     fault.apply_observed(observed)
-    record.fault_notes = observed.notes
+    observed.report(record)

@@ -15,6 +15,7 @@ from crashmatrix.harness.enumeration import (
     requests_of,
     single_crash_cases,
     syscall_steps,
+    variant_siblings,
 )
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
@@ -55,8 +56,9 @@ def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
                by_name: Mapping[str, Scenario], faults: Sequence[FaultKind],
                syscalls: bool = False) -> list[Case]:
     """Recordings give single crashes; a crash gives its crash-loop schedule (`[matrix]
-    crash_loop`), as `crashmatrix run` enumerates them at its default depth; with `syscalls`, a
-    single crash also gives the system-call points of its recovery (`run --syscalls --depth 2`)."""
+    crash_loop`) and the other states of its crash point (its fault's variants), as `crashmatrix
+    run` enumerates them at its default depth; with `syscalls`, a single crash also gives the
+    system-call points of its recovery (`run --syscalls --depth 2`)."""
     out: list[Case] = []
     for case, result in zip(cases, results, strict=True):
         if result is None or result.verdict not in JUDGED or not result.trace:
@@ -65,6 +67,7 @@ def next_level(cases: Sequence[Case], results: Sequence[CaseResult | None],
             out += single_crash_cases(case.scenario, result.trace[0], faults, requests_of(result, 0),
                                       calls_of(result, 0), calls_of(result, 1))
             continue
+        out += variant_siblings(case, result.variants)
         if syscalls and case.depth == 1 and not case.crashes_settle:
             out += [case.extend(step) for step in (syscall_steps(calls_of(result, 1), faults)
                                                    + syscall_steps(calls_of(result, 2), faults, settle=True))]

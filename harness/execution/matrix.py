@@ -26,6 +26,7 @@ from crashmatrix.harness.enumeration import (
     in_shard,
     requests_of,
     single_crash_cases,
+    variant_siblings,
 )
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.audit import audited, compared
@@ -183,18 +184,20 @@ class Matrix:
                         if case.depth == 0 and _undone(result):
                             self.baseline_failed.append(result)
                         elif result.verdict in (Verdict.PASS, Verdict.FAIL):
+                            # The other states of its last crash point, at its own depth.
+                            children = variant_siblings(case, result.variants)
                             if case.depth == 0 and cfg.runner.blackbox:
                                 # No probe events: the recording's store calls are the points
                                 # (first incarnation only: a black-box matrix is one crash deep).
                                 calls = result.store_calls[0] if result.store_calls else []
-                                children = blackbox_cases(case.scenario, calls, self.faults)
+                                children += blackbox_cases(case.scenario, calls, self.faults)
                             elif case.depth == 0:
-                                children = single_crash_cases(case.scenario, result.trace[0], self.faults,
-                                                              requests_of(result, 0),
-                                                              calls_of(result, 0), calls_of(result, 1))
+                                children += single_crash_cases(case.scenario, result.trace[0], self.faults,
+                                                               requests_of(result, 0),
+                                                               calls_of(result, 0), calls_of(result, 1))
                             elif case.depth < self.depth_of(case.scenario):
-                                children = extensions(case, result.trace, self.faults,
-                                                      result.downstream, result.syscall_points)
+                                children += extensions(case, result.trace, self.faults,
+                                                       result.downstream, result.syscall_points)
                             loop = crash_loop_extension(
                                 case, result.trace, self.by_name[case.scenario].matrix.crash_loop,
                                 result.downstream)

@@ -35,6 +35,7 @@ from crashmatrix.harness.execution.spawn import (
 )
 from crashmatrix.harness.execution.trees import walk
 from crashmatrix.harness.records.fs_calls import FsCall
+from crashmatrix.harness.records.observation import IncarnationRecord
 from crashmatrix.harness.records.tree_image import TreeImage
 
 # How long `pid` waits for strace to have started its tracee (it has, long before the first
@@ -145,7 +146,23 @@ class ObservedKill:
     calls: list[FsCall]
     before: TreeImage
     fsync: bool
+    variant: str | None = None
     notes: list[str] = field(default_factory=list)
+    offered: list[str] = field(default_factory=list)
+    drift: str | None = None
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+    def offer(self, variants: Sequence[str]) -> None:
+        self.offered = list(variants)
+
+    def drifted(self, why: str) -> None:
+        self.drift = why
+
+    def report(self, record: IncarnationRecord) -> None:
+        """What the fault did, onto the incarnation's record."""
+        record.fault_notes = self.notes
+        record.variants = self.offered
+        if self.drift is not None:
+            record.nondeterministic = self.drift

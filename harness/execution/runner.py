@@ -473,9 +473,9 @@ class CaseRunner:
                         record.crashed_at = event.n
                         if observing and before is not None:
                             observed = ObservedKill(adapter, spec, parse_file(trace), before,
-                                                    self.config.fsync)
+                                                    self.config.fsync, step.variant)
                             fault.apply_observed(observed)
-                            record.fault_notes = observed.notes
+                            observed.report(record)
                         else:
                             fault.apply(self.config.adapter, spec)
                         break

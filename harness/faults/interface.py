@@ -29,8 +29,12 @@ A KILL fault may also *observe* (`observes`): the runner then starts the incarna
 as a fresh process under a system-call tracer (strace), after taking an image of the session
 directory, and once the incarnation is dead (and the tracer has exited) hands the fault, instead
 of `apply`, an `Observed`: the calls the incarnation made to files and that image (`power`
-sets the files to what a power loss would leave). Observing is costly (a fresh interpreter, the
-tracer), so such a fault usually sets `by_default` False: it runs when selected (`--fault`).
+sets the files to what a power loss would leave). An observing fault with several states at one
+point (`power-subsets`: which unsynced writes reached the disk) sets `has_variants`, acts on
+the variant-less step as on one of them and `offer`s the others; each runs as a sibling case
+whose step names it (`.../power-subsets:011`), so every state has an id that `repro` takes.
+Observing is costly (a fresh interpreter, the tracer), so such a fault usually sets
+`by_default` False: it runs when selected (`--fault`).
 
 A KILL fault may also act at a *store call* (`at_store_calls`) in black-box mode (`--black-box`):
 the agent runs without probes, a traced recording lists its calls on the session directory's
@@ -113,6 +117,21 @@ class Observed(Protocol):
     def note(self, text: str) -> None:
         """Record a line with the incarnation (what the fault did, what it could not model):
         shown by `repro` and kept in the case's evidence."""
+        ...
+
+    @property
+    def variant(self) -> str | None:
+        """The step's variant (`power-subsets:011` gives "011"), None for a step without one."""
+        ...
+
+    def offer(self, variants: Sequence[str]) -> None:
+        """A variant-less step: name the other states this crash point has (`variants`); the
+        matrix runs a sibling case for each, the step with that variant."""
+        ...
+
+    def drifted(self, why: str) -> None:
+        """The variant does not fit this run (it was enumerated from another): the case is
+        `nondeterministic`, never judged on a state it was not meant to reach."""
         ...
 
 
@@ -211,6 +230,12 @@ def at_store_calls_of(fault: FaultKind) -> bool:
     kind that predates the member."""
     return (bool(getattr(fault, "at_store_calls", False)) and at_crash_of(fault) is AtCrash.KILL
             and not observes_of(fault))
+
+
+def has_variants_of(fault: FaultKind) -> bool:
+    """Whether the fault leaves several states at a point and names them by variant
+    (`power-subsets`, its `has_variants`); False for a fault kind that predates the member."""
+    return bool(getattr(fault, "has_variants", False)) and observes_of(fault)
 
 
 def by_default_of(fault: FaultKind) -> bool:

@@ -33,6 +33,15 @@ reaches the disk unless a sync put it there.
   reached the disk; the blocks before it read as zeros (a hole). A commit that crossed a block
   boundary is then a complete line whose head is NUL bytes. Names are as in the strict model.
 
+- `mask`: any subset of the unsynced writes reached the disk, not only a prefix (ALICE's
+  "append reordering"): bit i of the mask ('1' kept, '0' dropped) is the i-th of the writes
+  `subset_writes` lists, in the order they were made. A dropped write below a kept one reads as
+  zeros (the file's length reached the disk with the kept write); dropped writes past the last
+  kept one are cut off. The writes a mask ranges over are the appends, past its synced length,
+  to a file whose name is durable and whose content is modelled (every other write is dropped,
+  as in the strict model): a write in place or to a file the model cannot follow has no
+  "kept" that the final file could show. Names are as in the strict model.
+
 Files the calls never touched are not in the result: they are left as they are (another
 process's files, e.g. an inbox item its sender synced).
 """
@@ -49,6 +58,11 @@ from crashmatrix.harness.records.tree_image import TreeImage
 
 # The unit a file system writes data in: `blocks` keeps or loses whole 4 KiB blocks.
 BLOCK = 4096
+
+
+class MaskMismatch(ValueError):
+    """A mask whose length is not the number of writes it ranges over: the run differs from the
+    one the mask was enumerated from."""
 
 
 class TargetKind(StrEnum):
@@ -76,6 +90,8 @@ class PowerState:
 
     targets: dict[str, Target]
     notes: list[str] = field(default_factory=list)
+    # How many unsynced writes a `mask` ranges over (`subset_writes`), whatever was asked.
+    subset_writes: int = 0
 
     @property
     def unmodelled(self) -> list[str]:
@@ -272,7 +288,8 @@ class _Model:
         if self.scoped(new):
             self.current[new] = moving.number
 
-    def state(self, keep: int, names_now: bool = False, blocks: bool = False) -> PowerState:
+    def state(self, keep: int, names_now: bool = False, blocks: bool = False,
+              mask: str | None = None) -> PowerState:
         # A foreign path with paths under it is another process's directory (the inbox the
         # harness delivered into while the agent ran), not a file: it holds no bytes, and what
         # lies in it is judged path by path (issue 33, P1).
@@ -281,6 +298,11 @@ class _Model:
             if inode.foreign and not inode.is_dir and any(p.startswith(path + "/") for p in self.current):
                 inode.is_dir = True
         kept = self._kept(keep)
+        writes = self._subset_writes()
+        if mask is not None and len(mask) != len(writes):
+            raise MaskMismatch(f"mask {mask} names {len(mask)} unsynced writes; this run left "
+                               f"{len(writes)} that a subset may keep")
+        subset = self._subset(writes, mask) if mask is not None else {}
         if names_now:  # every name as the incarnation left it (see the module)
             self.durable = {p: self.current.get(p) for p in {*self.current, *self.durable}}
         targets: dict[str, Target] = {}
@@ -303,6 +325,8 @@ class _Model:
                 continue
             final = where.get(then)
             grown = self._grown(inode, final, rel) if blocks else None
+            if then in subset and final is not None:
+                grown = self._masked(inode, final, subset[then], rel)
             target, note = grown or self._content(inode, final, kept.get(then, 0), rel)
             targets[path] = target
             if then != now:
@@ -310,7 +334,50 @@ class _Model:
                              "(a rename or unlink not synced is undone)")
             if note:
                 notes.append(note)
-        return PowerState(targets, notes)
+        return PowerState(targets, notes, len(writes))
+
+    def _subset_writes(self) -> list[tuple[int, int, int, int]]:
+        """(order, inode, offset, count) of each unsynced write a mask ranges over, in the order
+        written: the appends past the synced length of a modelled file with a durable name."""
+        named = {number for path, number in self.durable.items()
+                 if number is not None and self.scoped(path) and self._durable_parents(path)}
+        finals = set(self.current.values())
+        writes = []
+        for number in sorted(named & finals):
+            inode = self.inodes[number]
+            if inode.is_dir or inode.broken or inode.foreign or not inode.intact or not inode.pending:
+                continue
+            end = inode.length
+            for _, offset, count in sorted(inode.pending):
+                if offset != end:
+                    break  # not one append after another: no subset of them is a file
+                end += count
+            else:
+                if end == inode.size:
+                    writes += [(order, number, offset, count) for order, offset, count in inode.pending]
+        return sorted(writes)
+
+    @staticmethod
+    def _subset(writes: list[tuple[int, int, int, int]], mask: str) -> dict[int, list[tuple[int, int, bool]]]:
+        """Inode -> its writes as (offset, count, kept), in the order written."""
+        out: dict[int, list[tuple[int, int, bool]]] = {}
+        for (_, number, offset, count), bit in zip(writes, mask, strict=True):
+            out.setdefault(number, []).append((offset, count, bit == "1"))
+        return out
+
+    def _masked(self, inode: _Inode, final: str, writes: list[tuple[int, int, bool]],
+                rel: str) -> tuple[Target, str]:
+        """The file with the kept writes of `writes` on disk, the dropped ones before the last
+        kept one zeros, those after it gone."""
+        kept = [(offset, count) for offset, count, keep in writes if keep]
+        length = max((offset + count for offset, count in kept), default=inode.length)
+        holes = tuple((offset, offset + count) for offset, count, keep in writes
+                      if not keep and offset + count <= length)
+        shown = "".join("1" if keep else "0" for _, _, keep in writes)
+        zeros = "".join(f", bytes {a} to {b} zeros" for a, b in holes)
+        return (Target(TargetKind.PREFIX, source=final, length=length, holes=holes),
+                f"{rel}: kept {length} of {inode.size} bytes: of its {len(writes)} unsynced "
+                f"write(s), those marked 1 in {shown} reached the disk{zeros}")
 
     def _durable_parents(self, path: str) -> bool:
         parent = os.path.dirname(path)
@@ -382,9 +449,10 @@ class _Model:
 
 
 def power_state(calls: Sequence[FsCall], before: TreeImage, keep: int = 0,
-                names_now: bool = False, blocks: bool = False) -> PowerState:
-    """The tree under `before.root` after a power loss at the end of `calls`: see the module."""
+                names_now: bool = False, blocks: bool = False, mask: str | None = None) -> PowerState:
+    """The tree under `before.root` after a power loss at the end of `calls`: see the module.
+    Raises MaskMismatch for a mask of another length than `subset_writes`."""
     model = _Model(before)
     for call in calls:
         model.apply(call)
-    return model.state(keep, names_now, blocks)
+    return model.state(keep, names_now, blocks, mask)

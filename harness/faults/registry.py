@@ -11,6 +11,7 @@ from crashmatrix.harness.faults.interface import (
     at_store_calls_of,
     at_syscall_points_of,
     by_default_of,
+    has_variants_of,
     observes_of,
 )
 from crashmatrix.harness.plugins import FAULTS_GROUP, ExtensionPoint, UnknownPlugin
@@ -67,6 +68,9 @@ def check_faults(case: Case, adapter: Adapter, known: Iterable[FaultKind] | None
         if step.blackbox and not at_store_calls_of(fault):
             raise CaseIdError(f"bad crash step {step.token()!r}: fault {fault.name!r} does not act at a "
                               "black-box store call (bNN steps take: kill)")
+        if step.variant is not None and not has_variants_of(fault):
+            raise CaseIdError(f"bad crash step {step.token()!r}: fault {fault.name!r} has no variants "
+                              f"(drop ':{step.variant}')")
         lacking = sorted(c.value for c in fault.requires - adapter.capabilities)
         if lacking:
             raise CaseIdError(f"crash step {step.token()!r}: fault {fault.name!r} needs "

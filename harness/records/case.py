@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 # How a plugin (a fault kind, an adapter) may be named: one plain token, as case ids and
 # command lines spell it.
 PLUGIN_NAME = re.compile(r"^[a-z][a-z0-9-]*$")
+# A fault's variant, after its name (`/power-subsets:011`): a plain token too.
+VARIANT = re.compile(r"^[a-z0-9]+$")
 
 
 # The prefix of a black-box step's number: it counts system calls, not probe events.
@@ -72,6 +74,10 @@ class CrashStep:
     # checks it (a count that drifted onto another call of the same file); a step read from an
     # id has none until the recording it came from is at hand (`repro` looks it up).
     ordinal: int | None = field(default=None, compare=False)
+    # Which of the states a fault leaves at this point (`power-subsets:011`: which unsynced
+    # writes reached the disk); None for a fault with one state, or the one a variant-less step
+    # stands for. Found by running the step without it (`CaseResult.variants`), never guessed.
+    variant: str | None = None
 
     @property
     def at_call(self) -> bool:
@@ -85,11 +91,13 @@ class CrashStep:
     def token(self) -> str:
         mark = (BLACKBOX_MARK if self.blackbox else DOWNSTREAM_MARK if self.downstream
                 else SETTLE_MARK if self.settle else SYSCALL_MARK if self.syscall else "")
-        return f"{mark}{self.n:02d}:{self.kind}:{self.label}/{self.fault}"
+        variant = "" if self.variant is None else f":{self.variant}"
+        return f"{mark}{self.n:02d}:{self.kind}:{self.label}/{self.fault}{variant}"
 
     @classmethod
     def parse(cls, token: str) -> CrashStep:
-        point, sep, fault = token.rpartition("/")
+        point, sep, named = token.rpartition("/")
+        fault, has_variant, variant = named.partition(":")
         parts = point.split(":", 2)
         mark = parts[0][:1] if parts[0][:1] in MARKS else ""
         number = parts[0][len(mark):]
@@ -100,8 +108,12 @@ class CrashStep:
         # Whether the fault is registered is for the registry to say (records import no plugins).
         if not PLUGIN_NAME.match(fault):
             raise CaseIdError(f"bad crash step {token!r}: bad fault name {fault!r}")
+        if has_variant and not VARIANT.match(variant):
+            raise CaseIdError(f"bad crash step {token!r}: bad variant {variant!r} of fault {fault!r} "
+                              "(letters and digits after the colon)")
         return cls(int(number), parts[1], parts[2], fault, mark == BLACKBOX_MARK,
-                   mark == DOWNSTREAM_MARK, mark in (SYSCALL_MARK, SETTLE_MARK), mark == SETTLE_MARK)
+                   mark == DOWNSTREAM_MARK, mark in (SYSCALL_MARK, SETTLE_MARK), mark == SETTLE_MARK,
+                   variant=variant if has_variant else None)
 
 
 @dataclass(frozen=True)

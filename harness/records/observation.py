@@ -53,6 +53,9 @@ class IncarnationRecord:
     # to the files it left, a line each (`session/session.jsonl: cut back to 512 of 690 bytes`).
     observed: bool = False
     fault_notes: list[str] = field(default_factory=list)
+    # The other states its crash point has, as the fault offered them (`power-subsets`: a mask
+    # per subset of the unsynced writes): each a sibling case's variant (CrashStep.variant).
+    variants: list[str] = field(default_factory=list)
     # The system call an injecting fault made fail in this incarnation (`fsync 3 of
     # session.jsonl: error=EIO`); it was not killed: it was to stop on its own.
     injected: str | None = None

@@ -230,6 +230,7 @@ def test_an_unknown_agent_or_fault_is_a_usage_error(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert ("unknown fault 'zap' (known: eio-fsync, enospc-write, error-after-apply, "
             "error-before-apply, kill, kill-after-apply, power, power-blocks, power-keep1, power-names, "
+            "power-subsets, "
             "reply-lost, second, short-write, timeout, torn)") in proc.stderr
 
 

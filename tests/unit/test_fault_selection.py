@@ -69,6 +69,7 @@ def test_a_selection_names_an_unknown_fault_and_one_the_agent_cannot_take() -> N
     assert check_selection(("powr", "power"), NoFileStore()) == [
         "--fault powr: unknown fault (known: eio-fsync, enospc-write, error-after-apply, "
         "error-before-apply, kill, kill-after-apply, power, power-blocks, power-keep1, power-names, "
+        "power-subsets, "
         "reply-lost, second, short-write, timeout, torn)",
         "--fault power: needs file-store, which agent 'no-files' does not declare"]
 

@@ -1,0 +1,86 @@
+"""`power-subsets`: a power loss that keeps any subset of the unsynced writes, not only a prefix.
+
+A file system does not promise that unsynced writes reach the disk in the order they were made:
+its page cache writes dirty pages back in any order, and a file's new length may be stored with
+a later write while an earlier one never was (ALICE calls the reordered appends "append
+reordering"). `power`, `power-keep1` and `power-blocks` each try one order; this fault tries
+them all. Where it is enumerated (as `power`: `commit.written`, `commit.after`, and each
+system-call point with `--syscalls`), it runs in two steps:
+
+- the variant-less step (`.../power-subsets`) is the loss that keeps none of the writes (the
+  state `power` leaves), and counts the unsynced writes a subset may keep (`subset_writes`:
+  appends to modelled files with durable names, in the order made);
+- it offers a variant per subset (`.../power-subsets:011`: the first write dropped, the next two
+  kept, bit i for the i-th write), each a sibling case the matrix runs next, with the kept writes
+  on disk, the dropped ones before the last kept one zeros, and the rest cut off.
+
+Up to `EVERY_SUBSET_UP_TO` writes every non-empty subset is a variant (2^n - 1); past that, the
+subsets that keep one write alone and those that drop one write alone (2n): the number of cases
+stays linear where a group of many writes would make it explode, and the documented cut is
+printed with the variants (`docs/faults.md`).
+
+A variant replayed on a run that left another number of writes than it was enumerated from is
+`nondeterministic`, never judged on a state it was not meant to reach.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
+from crashmatrix.harness.faults.interface import AtCrash, Frozen, Observed
+from crashmatrix.harness.faults.power import POWER_AT, write_state
+from crashmatrix.harness.faults.power_state import MaskMismatch, power_state
+
+# Every subset up to this many unsynced writes (15 variants); past it, 2n of them.
+EVERY_SUBSET_UP_TO = 4
+
+
+def masks(n: int) -> list[str]:
+    """The variants for `n` unsynced writes, in a stable order. Pure."""
+    if n <= EVERY_SUBSET_UP_TO:
+        return ["".join(bits) for bits in itertools.product("01", repeat=n)][1:]
+    alone = ["".join("1" if j == i else "0" for j in range(n)) for i in range(n)]
+    all_but = ["".join("0" if j == i else "1" for j in range(n)) for i in range(n)]
+    return sorted({*alone, *all_but})
+
+
+class PowerSubsets:
+    name = "power-subsets"
+    requires = frozenset({Capability.KILL, Capability.FILE_STORE})
+    at_crash = AtCrash.KILL
+    observes = True
+    by_default = False
+    has_variants = True  # names each subset by a mask (`power-subsets:011`)
+    at_store_calls = False  # as `power`: at system-call points (`--syscalls`), not black-box ones
+
+    def enumerated_at(self, kind: str, label: str) -> bool:
+        return kind in POWER_AT
+
+    def apply(self, adapter: Adapter, spec: LaunchSpec) -> None:
+        pass  # observes: the runner calls apply_observed instead
+
+    def while_frozen(self, frozen: Frozen) -> None:
+        pass  # a KILL fault is never frozen
+
+    def apply_observed(self, observed: Observed) -> None:
+        mask = observed.variant
+        try:
+            state = power_state(observed.calls, observed.before, mask=mask)
+        except MaskMismatch as exc:
+            observed.drifted(f"power-subsets:{mask} does not fit this run: {exc}")
+            return
+        write_state(state)
+        if not observed.fsync:
+            observed.note("power loss with --fsync off: the agent was told not to sync its commits")
+        if mask is None:
+            variants = masks(state.subset_writes)
+            observed.offer(variants)
+            observed.note(f"power loss: none of the {state.subset_writes} unsynced write(s) a subset "
+                          f"may keep reached the disk; {len(variants)} other subset(s) run as sibling "
+                          "cases (power-subsets:MASK)")
+        for line in state.notes or ["power loss: every write had been synced; nothing changed"]:
+            observed.note(line)
+
+
+POWER_SUBSETS = PowerSubsets()
