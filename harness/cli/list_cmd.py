@@ -18,6 +18,7 @@ from crashmatrix.harness.cli.tools_table import tools_table
 from crashmatrix.harness.cli.traced_modes import black_box_usable, syscalls_usable
 from crashmatrix.harness.enumeration import blackbox_cases, single_crash_cases
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
+from crashmatrix.harness.faults.interface import has_variants_of
 from crashmatrix.harness.faults.registry import faults_for
 from crashmatrix.harness.records.case import Case
 from crashmatrix.scenarios.model import Scenario
@@ -68,6 +69,11 @@ def list_(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: fl
         for s in scenarios:
             for case in enumerate_cases(cfg, s, selected, syscalls):
                 click.echo(case.case_id)
+    if any(has_variants_of(f) for f in faults_for(adapter, selected)):
+        # A variant is read from its parent's run: no recording lists it.
+        click.echo("crashmatrix: note: each case of a fault with variants (power-subsets) runs its "
+                   "variants too, as sibling cases (`.../power-subsets:MASK`) found when it runs; "
+                   "they are not listed here", err=True)
 
 
 def enumerate_cases(cfg: RunnerConfig, scenario: Scenario, selected: tuple[str, ...] | None = None,

@@ -208,8 +208,9 @@ def _saved_results(out_dir: Path, options: RunOptions) -> tuple[RunRecord, dict[
 @click.option("--shard", metavar="K/N", help="Run only shard K of N (combine with `merge`).")
 @click.option("--case", "only_cases", metavar="CASE_ID", multiple=True,
               help="Run only this crash case (repeatable; its scenario's crash-free recording runs "
-                   "too; at --depth 2 name a deeper case's parent as well): a slice of a slow "
-                   "matrix, e.g. the cases a CI job keeps an eye on.")
+                   "too; at --depth 2 name a deeper case's parent as well, and for a variant "
+                   "(power-subsets:MASK) the case without it): a slice of a slow matrix, e.g. the "
+                   "cases a CI job keeps an eye on.")
 @click.option("--out", default=DEFAULT_OUT, show_default=True, type=click.Path(file_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON summary object on stdout.")
 @click.option("--keep", is_flag=True,
@@ -407,7 +408,8 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
                    if Case.parse(unknown[0]).scenario in failed_first else
                    f"no such case in this matrix ({len(matrix.enumerated_ids)} cases enumerated, e.g. "
                    f"{min(matrix.enumerated_ids, default='none')}; at --depth 2 a deeper case runs "
-                   "only when its parent is named too"
+                   "only when its parent is named too, and a variant (power-subsets:MASK) only when "
+                   "its case without the mask is"
                    + ("; a case with an sNN or fNN step needs --syscalls" if not syscalls and any(
                        s.syscall for s in Case.parse(unknown[0]).schedule) else "") + ")")
             fail(f"--case {unknown[0]}: {why}; `crashmatrix run` without --case lists them all")
