@@ -16,8 +16,8 @@ system-call point with `--syscalls`), it runs in two steps:
 
 Up to `EVERY_SUBSET_UP_TO` writes every non-empty subset is a variant (2^n - 1); past that, the
 subsets that keep one write alone and those that drop one write alone (2n): the number of cases
-stays linear where a group of many writes would make it explode, and the documented cut is
-printed with the variants (`docs/faults.md`).
+stays linear where a group of many writes would make it explode (README and
+`docs/architecture.md` say where the cut is).
 
 A variant replayed on a run that left another number of writes than it was enumerated from is
 `nondeterministic`, never judged on a state it was not meant to reach.
