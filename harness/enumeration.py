@@ -158,7 +158,7 @@ def crash_loop_extension(case: Case, trace: list[list[str]], loop: int,
 
 def variant_siblings(case: Case, variants: Sequence[str]) -> list[Case]:
     """The case with its last step's fault in each variant its run offered (`power-subsets`:
-    which unsynced writes reached the disk); none for a step that is a variant already."""
+    which unsynced blocks reached the disk); none for a step that is a variant already."""
     if not case.schedule or case.schedule[-1].variant is not None:
         return []
     *before, last = case.schedule

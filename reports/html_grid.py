@@ -50,7 +50,8 @@ def grids(results: Sequence[CaseResult]) -> dict[str, Grid]:
         where = first.token().rpartition("/")[0] if counted else first.point
         row = grid.rows.setdefault((first.n, where), _Row(first.n, where))
         if len(schedule) == 1:
-            row.by_fault[first.fault] = r
+            # A fault's variant (`power-subsets:01`) is a column of its own: one state each.
+            row.by_fault[first.token().rpartition("/")[2]] = r
         else:
             row.deeper.append(r)
     return out

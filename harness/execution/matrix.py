@@ -34,6 +34,7 @@ from crashmatrix.harness.execution.crash_states import CrashStates
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.runner import CaseAborted, CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.stop_signals import Interrupted, stop_signals_handled
+from crashmatrix.harness.faults.interface import has_variants_of
 from crashmatrix.harness.faults.registry import faults_for
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import Observation
@@ -101,6 +102,13 @@ class Matrix:
         return (case.depth == 0 or case.depth < self.depth_of(case.scenario)
                 or (case.depth > 0 and case.depth < loop))
 
+    def _may_grow(self, case: Case) -> bool:
+        """Whether running it may add cases: it is extended, or its last step's fault may offer
+        variants (the total is not known until it has run)."""
+        last = case.schedule[-1] if case.schedule else None
+        return self.may_extend(case) or (
+            last is not None and last.variant is None and has_variants_of(self.runner.fault(last.fault)))
+
     def run_case(self, case: Case) -> CaseResult:
         scenario = self.by_name[case.scenario]
         started = time.monotonic()
@@ -148,7 +156,7 @@ class Matrix:
                 ThreadPoolExecutor(max_workers=self._workers(), thread_name_prefix="case") as pool:
             pending: dict[Future[CaseResult], Case] = {}
 
-            extending = 0  # pending cases that may_extend
+            extending = 0  # pending cases that may add cases (`_may_grow`)
 
             left: Counter[str] = Counter()  # cases of each scenario submitted and not yet finished
 
@@ -161,7 +169,7 @@ class Matrix:
                 nonlocal known, extending
                 known += 1
                 left[case.scenario] += 1
-                extending += self.may_extend(case)
+                extending += self._may_grow(case)
                 future = pool.submit(self.run_case, case)
                 pending[future] = case
                 future.add_done_callback(finishing.put)
@@ -175,7 +183,7 @@ class Matrix:
                         raise Interrupted(interrupted.signum)
                     for future in done:
                         case = pending.pop(future)
-                        extending -= self.may_extend(case)
+                        extending -= self._may_grow(case)
                         try:
                             result = future.result()
                         except CaseAborted:

@@ -6,5 +6,5 @@ while a second process is started on the session) and `power`, `power-keep1`, `p
 `power-blocks` (killed at a commit boundary or, with `--syscalls`, a system call, then the
 session's files set to what a power loss leaves, in one of the orders a file system may persist
 things in: `power_state`, pure; not in the default set) and `power-subsets` (every subset of the
-unsynced writes, a sibling case each: `power_subsets`).
+unsynced blocks, a sibling case each: `power_subsets`).
 """

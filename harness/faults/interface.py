@@ -30,7 +30,7 @@ as a fresh process under a system-call tracer (strace), after taking an image of
 directory, and once the incarnation is dead (and the tracer has exited) hands the fault, instead
 of `apply`, an `Observed`: the calls the incarnation made to files and that image (`power`
 sets the files to what a power loss would leave). An observing fault with several states at one
-point (`power-subsets`: which unsynced writes reached the disk) sets `has_variants`, acts on
+point (`power-subsets`: which unsynced blocks reached the disk) sets `has_variants`, acts on
 the variant-less step as on one of them and `offer`s the others; each runs as a sibling case
 whose step names it (`.../power-subsets:011`), so every state has an id that `repro` takes.
 Observing is costly (a fresh interpreter, the tracer), so such a fault usually sets

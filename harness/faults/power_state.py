@@ -33,14 +33,18 @@ reaches the disk unless a sync put it there.
   reached the disk; the blocks before it read as zeros (a hole). A commit that crossed a block
   boundary is then a complete line whose head is NUL bytes. Names are as in the strict model.
 
-- `mask`: any subset of the unsynced writes reached the disk, not only a prefix (ALICE's
-  "append reordering"): bit i of the mask ('1' kept, '0' dropped) is the i-th of the writes
-  `subset_writes` lists, in the order they were made. A dropped write below a kept one reads as
-  zeros (the file's length reached the disk with the kept write); dropped writes past the last
-  kept one are cut off. The writes a mask ranges over are the appends, past its synced length,
-  to a file whose name is durable and whose content is modelled (every other write is dropped,
-  as in the strict model): a write in place or to a file the model cannot follow has no
-  "kept" that the final file could show. Names are as in the strict model.
+- `mask`: any subset of the unsynced 4 KiB blocks reached the disk, not only a prefix: a page
+  cache writes dirty pages back whole, in any order, and a file's new length may be stored with
+  a later block while an earlier one never was (ALICE's "append reordering", at the block
+  granularity CrashMonkey replays). Bit i of the mask ('1' kept, '0' dropped) is the i-th of
+  the blocks, ordered by the first write into each: a kept block holds its final bytes, a
+  dropped one before the last kept one holds what its last sync left (zeros past the synced
+  length), and dropped blocks past the last kept one are cut off. Two writes into one block are
+  kept or lost together: no state splits a block. The blocks a mask ranges over are those the
+  appends, past its synced length, to a file whose name is durable and whose content is
+  modelled dirtied (every other write is dropped, as in the strict model): a write in place or
+  to a file the model cannot follow has no "kept" that the final file could show. Names are as
+  in the strict model.
 
 Files the calls never touched are not in the result: they are left as they are (another
 process's files, e.g. an inbox item its sender synced).
@@ -90,8 +94,8 @@ class PowerState:
 
     targets: dict[str, Target]
     notes: list[str] = field(default_factory=list)
-    # How many unsynced writes a `mask` ranges over (`subset_writes`), whatever was asked.
-    subset_writes: int = 0
+    # How many unsynced blocks a `mask` ranges over (`_subset_blocks`), whatever was asked.
+    subset_blocks: int = 0
 
     @property
     def unmodelled(self) -> list[str]:
@@ -298,11 +302,13 @@ class _Model:
             if inode.foreign and not inode.is_dir and any(p.startswith(path + "/") for p in self.current):
                 inode.is_dir = True
         kept = self._kept(keep)
-        writes = self._subset_writes()
-        if mask is not None and len(mask) != len(writes):
-            raise MaskMismatch(f"mask {mask} names {len(mask)} unsynced writes; this run left "
-                               f"{len(writes)} that a subset may keep")
-        subset = self._subset(writes, mask) if mask is not None else {}
+        units = self._subset_blocks()
+        if mask is not None and len(mask) != len(units):
+            raise MaskMismatch(f"mask {mask} names {len(mask)} unsynced blocks; this run left "
+                               f"{len(units)} that a subset may keep")
+        if mask is not None and set(mask) - {"0", "1"}:
+            raise MaskMismatch(f"mask {mask} is not made of 0 and 1")
+        subset = self._subset(units, mask) if mask is not None else {}
         if names_now:  # every name as the incarnation left it (see the module)
             self.durable = {p: self.current.get(p) for p in {*self.current, *self.durable}}
         targets: dict[str, Target] = {}
@@ -334,15 +340,16 @@ class _Model:
                              "(a rename or unlink not synced is undone)")
             if note:
                 notes.append(note)
-        return PowerState(targets, notes, len(writes))
+        return PowerState(targets, notes, len(units))
 
-    def _subset_writes(self) -> list[tuple[int, int, int, int]]:
-        """(order, inode, offset, count) of each unsynced write a mask ranges over, in the order
-        written: the appends past the synced length of a modelled file with a durable name."""
+    def _subset_blocks(self) -> list[tuple[int, int, int]]:
+        """(order, inode, block) of each unsynced block a mask ranges over: the 4 KiB blocks that
+        the appends past the synced length of a modelled file with a durable name dirtied,
+        ordered by the first write into each (then by place in the file)."""
         named = {number for path, number in self.durable.items()
                  if number is not None and self.scoped(path) and self._durable_parents(path)}
         finals = set(self.current.values())
-        writes = []
+        blocks: dict[tuple[int, int], int] = {}
         for number in sorted(named & finals):
             inode = self.inodes[number]
             if inode.is_dir or inode.broken or inode.foreign or not inode.intact or not inode.pending:
@@ -354,30 +361,33 @@ class _Model:
                 end += count
             else:
                 if end == inode.size:
-                    writes += [(order, number, offset, count) for order, offset, count in inode.pending]
-        return sorted(writes)
+                    for order, offset, count in inode.pending:
+                        for block in range(offset // BLOCK, (offset + count - 1) // BLOCK + 1):
+                            blocks.setdefault((number, block), order)
+        return sorted((order, number, block) for (number, block), order in blocks.items())
 
     @staticmethod
-    def _subset(writes: list[tuple[int, int, int, int]], mask: str) -> dict[int, list[tuple[int, int, bool]]]:
-        """Inode -> its writes as (offset, count, kept), in the order written."""
-        out: dict[int, list[tuple[int, int, bool]]] = {}
-        for (_, number, offset, count), bit in zip(writes, mask, strict=True):
-            out.setdefault(number, []).append((offset, count, bit == "1"))
-        return out
+    def _subset(blocks: list[tuple[int, int, int]], mask: str) -> dict[int, list[tuple[int, bool]]]:
+        """Inode -> its unsynced blocks as (block, kept), in file order."""
+        out: dict[int, list[tuple[int, bool]]] = {}
+        for (_, number, block), bit in zip(blocks, mask, strict=True):
+            out.setdefault(number, []).append((block, bit == "1"))
+        return {number: sorted(found) for number, found in out.items()}
 
-    def _masked(self, inode: _Inode, final: str, writes: list[tuple[int, int, bool]],
+    def _masked(self, inode: _Inode, final: str, blocks: list[tuple[int, bool]],
                 rel: str) -> tuple[Target, str]:
-        """The file with the kept writes of `writes` on disk, the dropped ones before the last
-        kept one zeros, those after it gone."""
-        kept = [(offset, count) for offset, count, keep in writes if keep]
-        length = max((offset + count for offset, count in kept), default=inode.length)
-        holes = tuple((offset, offset + count) for offset, count, keep in writes
-                      if not keep and offset + count <= length)
-        shown = "".join("1" if keep else "0" for _, _, keep in writes)
+        """The file with its kept blocks on disk as written, its dropped ones before the last
+        kept one as of its last sync (zeros past its synced length), those after it gone."""
+        def span(block: int) -> tuple[int, int]:  # the block's unsynced bytes
+            return max(inode.length, block * BLOCK), min(inode.size, (block + 1) * BLOCK)
+
+        length = max((span(b)[1] for b, keep in blocks if keep), default=inode.length)
+        holes = tuple(span(b) for b, keep in blocks if not keep and span(b)[1] <= length)
+        shown = "".join("1" if keep else "0" for _, keep in blocks)
         zeros = "".join(f", bytes {a} to {b} zeros" for a, b in holes)
         return (Target(TargetKind.PREFIX, source=final, length=length, holes=holes),
-                f"{rel}: kept {length} of {inode.size} bytes: of its {len(writes)} unsynced "
-                f"write(s), those marked 1 in {shown} reached the disk{zeros}")
+                f"{rel}: kept {length} of {inode.size} bytes: of its {len(blocks)} unsynced "
+                f"block(s), those marked 1 in {shown} reached the disk{zeros}")
 
     def _durable_parents(self, path: str) -> bool:
         parent = os.path.dirname(path)
@@ -451,7 +461,7 @@ class _Model:
 def power_state(calls: Sequence[FsCall], before: TreeImage, keep: int = 0,
                 names_now: bool = False, blocks: bool = False, mask: str | None = None) -> PowerState:
     """The tree under `before.root` after a power loss at the end of `calls`: see the module.
-    Raises MaskMismatch for a mask of another length than `subset_writes`."""
+    Raises MaskMismatch for a mask of another length than `subset_blocks`, or not of 0 and 1."""
     model = _Model(before)
     for call in calls:
         model.apply(call)

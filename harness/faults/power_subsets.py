@@ -1,25 +1,27 @@
-"""`power-subsets`: a power loss that keeps any subset of the unsynced writes, not only a prefix.
+"""`power-subsets`: a power loss that keeps any subset of the unsynced blocks, not only a prefix.
 
 A file system does not promise that unsynced writes reach the disk in the order they were made:
-its page cache writes dirty pages back in any order, and a file's new length may be stored with
-a later write while an earlier one never was (ALICE calls the reordered appends "append
-reordering"). `power`, `power-keep1` and `power-blocks` each try one order; this fault tries
-them all. Where it is enumerated (as `power`: `commit.written`, `commit.after`, and each
-system-call point with `--syscalls`), it runs in two steps:
+its page cache writes dirty 4 KiB pages back whole, in any order, and a file's new length may be
+stored with a later block while an earlier one never was (ALICE's "append reordering", at the
+block granularity CrashMonkey replays). `power`, `power-keep1` and `power-blocks` each try one
+order of the data; this fault tries every order of the blocks (names stay strict: `power-names`
+is the other order of those). Where it is enumerated (as `power`: `commit.written`,
+`commit.after`, and each system-call point with `--syscalls`), it runs in two steps:
 
-- the variant-less step (`.../power-subsets`) is the loss that keeps none of the writes (the
-  state `power` leaves), and counts the unsynced writes a subset may keep (`subset_writes`:
-  appends to modelled files with durable names, in the order made);
-- it offers a variant per subset (`.../power-subsets:011`: the first write dropped, the next two
-  kept, bit i for the i-th write), each a sibling case the matrix runs next, with the kept writes
-  on disk, the dropped ones before the last kept one zeros, and the rest cut off.
+- the variant-less step (`.../power-subsets`) is the loss that keeps none of the blocks (the
+  state `power` leaves), and counts the unsynced blocks a subset may keep (`subset_blocks`:
+  those appends to modelled files with durable names dirtied, by first write);
+- it offers a variant per subset (`.../power-subsets:011`: the first block dropped, the next two
+  kept, bit i for the i-th block), each a sibling case the matrix runs next, with the kept
+  blocks on disk, the dropped ones before the last kept one as of their last sync (zeros past
+  the synced length), and the rest cut off. Two writes into one block stay together.
 
-Up to `EVERY_SUBSET_UP_TO` writes every non-empty subset is a variant (2^n - 1); past that, the
-subsets that keep one write alone and those that drop one write alone (2n): the number of cases
-stays linear where a group of many writes would make it explode (README and
-`docs/architecture.md` say where the cut is).
+Up to `EVERY_SUBSET_UP_TO` blocks every non-empty subset is a variant (2^n - 1); past that, the
+subsets that keep one block alone and those that drop one block alone (2n): the number of cases
+stays linear where a big group would make it explode (README and `docs/architecture.md` say
+where the cut is).
 
-A variant replayed on a run that left another number of writes than it was enumerated from is
+A variant replayed on a run that left another number of blocks than it was enumerated from is
 `nondeterministic`, never judged on a state it was not meant to reach.
 """
 
@@ -32,12 +34,12 @@ from crashmatrix.harness.faults.interface import AtCrash, Frozen, Observed
 from crashmatrix.harness.faults.power import POWER_AT, write_state
 from crashmatrix.harness.faults.power_state import MaskMismatch, power_state
 
-# Every subset up to this many unsynced writes (15 variants); past it, 2n of them.
+# Every subset up to this many unsynced blocks (15 variants); past it, 2n of them.
 EVERY_SUBSET_UP_TO = 4
 
 
 def masks(n: int) -> list[str]:
-    """The variants for `n` unsynced writes, in a stable order. Pure."""
+    """The variants for `n` unsynced blocks, in a stable order. Pure."""
     if n <= EVERY_SUBSET_UP_TO:
         return ["".join(bits) for bits in itertools.product("01", repeat=n)][1:]
     alone = ["".join("1" if j == i else "0" for j in range(n)) for i in range(n)]
@@ -74,9 +76,9 @@ class PowerSubsets:
         if not observed.fsync:
             observed.note("power loss with --fsync off: the agent was told not to sync its commits")
         if mask is None:
-            variants = masks(state.subset_writes)
+            variants = masks(state.subset_blocks)
             observed.offer(variants)
-            observed.note(f"power loss: none of the {state.subset_writes} unsynced write(s) a subset "
+            observed.note(f"power loss: none of the {state.subset_blocks} unsynced block(s) a subset "
                           f"may keep reached the disk; {len(variants)} other subset(s) run as sibling "
                           "cases (power-subsets:MASK)")
         for line in state.notes or ["power loss: every write had been synced; nothing changed"]:

@@ -62,7 +62,6 @@ class MutantName(StrEnum):
     SETTINGS_RESAVED_UNSYNCED = "settings-resaved-unsynced"
     HOLES_TAKEN_FOR_DAMAGE = "holes-taken-for-damage"
     TIDIES_FINISHED_LOG = "tidies-finished-log"
-    GROUP_COMMITS_SKIPS_DAMAGE = "group-commits-skips-damage"
 
 
 @dataclass(frozen=True)
@@ -288,17 +287,6 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "A restart that finds the session finished tidies its log in place, truncating the file and "
        "writing its commits back, so a crash between the two calls loses the whole finished run.",
        G.tidies_finished_log, "changelog-fast", syscalls=1),
-    # Killed only by `power-subsets` (at a commit.written:tool_started, the subsets that drop the
-    # assistant message's write and keep the intent's): every other loss keeps a prefix of the
-    # unsynced writes (`power-blocks`: zeros only before the last 4 KiB block, and changelog-fast's
-    # log stays under 4 KiB), so no record follows a lost write. The kill is `log-integrity`: the
-    # harness's reader refuses the line the mutant's skips, so no other check reads the log.
-    _m(N.GROUP_COMMITS_SKIPS_DAMAGE,
-       "The log syncs an assistant message only with the intent after it (group commit) and its "
-       "reader skips a damaged line up to the next record, so a file system that persists the "
-       "intent's write but not the message's leaves an intent whose call is gone, which the agent "
-       "reads past, appending to a log no strict reader can open.",
-       G.group_commits_skips_damage, "changelog-fast", faults=("power-subsets",)),
 )})
 
 

@@ -75,7 +75,7 @@ class CrashStep:
     # id has none until the recording it came from is at hand (`repro` looks it up).
     ordinal: int | None = field(default=None, compare=False)
     # Which of the states a fault leaves at this point (`power-subsets:011`: which unsynced
-    # writes reached the disk); None for a fault with one state, or the one a variant-less step
+    # blocks reached the disk); None for a fault with one state, or the one a variant-less step
     # stands for. Found by running the step without it (`CaseResult.variants`), never guessed.
     variant: str | None = None
 

@@ -54,7 +54,7 @@ class IncarnationRecord:
     observed: bool = False
     fault_notes: list[str] = field(default_factory=list)
     # The other states its crash point has, as the fault offered them (`power-subsets`: a mask
-    # per subset of the unsynced writes): each a sibling case's variant (CrashStep.variant).
+    # per subset of the unsynced blocks): each a sibling case's variant (CrashStep.variant).
     variants: list[str] = field(default_factory=list)
     # The system call an injecting fault made fail in this incarnation (`fsync 3 of
     # session.jsonl: error=EIO`); it was not killed: it was to stop on its own.

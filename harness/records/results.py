@@ -61,7 +61,7 @@ class CaseResult:
     # system-call points a deeper case takes.
     syscall_points: list[list[str]] = field(default_factory=list)
     # The variants the fault of its last step offered there (`power-subsets`: a mask per subset
-    # of the unsynced writes): each a sibling case, the same schedule with the last step's variant.
+    # of the unsynced blocks): each a sibling case, the same schedule with the last step's variant.
     variants: list[str] = field(default_factory=list)
     # Downstream requests each incarnation made, as `kind:service` (create:mail): the crash points
     # of the downstream faults ([] for a scenario with no services).

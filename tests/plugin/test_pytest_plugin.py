@@ -152,25 +152,6 @@ def test_the_syscalls_option_collects_each_store_call_and_the_settle_s_and_judge
     torn.stderr.fnmatch_lines(["*--crashmatrix-syscalls: none of the selected faults can act at a system*"])
 
 
-@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
-def test_the_subsets_of_a_power_loss_run_inside_its_test_and_a_failing_one_is_named(
-        pytester: pytest.Pytester) -> None:
-    d = _scenario_dir(pytester, "alpha")
-    point = ["-k", "commit.written and tool_started", "--crashmatrix-fault", "power-subsets", "-rA"]
-    ours = pytester.runpytest_subprocess(*_args(d), *point)
-    assert ours.ret == pytest.ExitCode.OK, ours.stdout.str()
-    assert list(_outcomes(ours).values()) == ["PASSED"]
-    # The group commit fails in the item of the point, which names the subset that caught it.
-    mutant = pytester.runpytest_subprocess(*_args(d), *point,
-                                           "--crashmatrix-agent", "mutant:group-commits-skips-damage")
-    # (Its event numbers are not ours: it acknowledges the message only with the intent.)
-    assert _outcomes(mutant) == {"tiny/11:commit.written:tool_started.read/power-subsets": "FAILED"}, \
-        mutant.stdout.str()
-    mutant.stdout.fnmatch_lines(["*and the 7 case(s) run within it, the other states of its crash points*",
-                                 "*tiny/11:commit.written:tool_started.read/power-subsets:001: fail*",
-                                 "*log-integrity*"])
-
-
 def _outcomes(result: pytest.RunResult) -> dict[str, str]:
     """Each case's test id -> PASSED or FAILED, from `-rA`'s short summary."""
     got = {}

@@ -18,17 +18,18 @@ LOG = f"{ROOT}/session.jsonl"
 LOCK = f"{ROOT}/session.lock"
 BEFORE = TreeImage(ROOT, exists=True, files={LOCK: b"", LOG: b"x" * 100}, dirs=frozenset({ROOT}))
 
-# A group commit: three appends to a log synced at 100 bytes, one sync due after them, and the
-# lock's holder record rewritten in place (truncated below its synced length: never a subset's).
+# A group commit: three appends to a log synced at 100 bytes, one sync due after them, across
+# three 4 KiB blocks (the first two writes share block 1, the last two block 2), and the lock's
+# holder record rewritten in place (truncated below its synced length: never a subset's).
 GROUP = f"""
 openat(AT_FDCWD</c>, "{LOCK}", O_RDWR|O_CREAT|O_CLOEXEC, 0644) = 3<{LOCK}>
 pwrite64(3<{LOCK}>, "{{\\"pid\\": 7}}", 12, 0) = 12
 fsync(3<{LOCK}>) = 0
 ftruncate(3<{LOCK}>, 0) = 0
 openat(AT_FDCWD</c>, "{LOG}", O_WRONLY|O_APPEND|O_CLOEXEC) = 4<{LOG}>
-write(4<{LOG}>, "a", 40) = 40
-write(4<{LOG}>, "b", 30) = 30
-write(4<{LOG}>, "c", 20) = 20
+write(4<{LOG}>, "a", 4000) = 4000
+write(4<{LOG}>, "b", 4096) = 4096
+write(4<{LOG}>, "c", 100) = 100
 """
 
 
@@ -37,34 +38,49 @@ def run(mask: str | None, extra: str = "") -> PowerState:
     return power_state(parse(f"1 {line.strip()}\n" for line in lines), BEFORE, mask=mask)
 
 
-def test_the_writes_a_mask_ranges_over_are_the_appends_to_modelled_files() -> None:
+def test_the_blocks_a_mask_ranges_over_are_those_appends_to_modelled_files_dirtied() -> None:
     state = run(None)
-    assert state.subset_writes == 3  # the log's three appends; not the lock's in-place rewrite
+    assert state.subset_blocks == 3  # the log's blocks 0, 1, 2; not the lock's in-place rewrite
     assert state.targets[LOG] == Target(TargetKind.BYTES, data=b"x" * 100)  # as `power` leaves it
 
 
-def test_an_earlier_write_dropped_under_a_kept_one_reads_as_zeros() -> None:
-    state = run("011")
-    assert state.targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=190, holes=((100, 140),))
-    assert any("those marked 1 in 011 reached the disk, bytes 100 to 140 zeros" in n for n in state.notes)
+def test_an_earlier_block_dropped_under_a_kept_one_reads_as_zeros_past_the_synced_length() -> None:
+    state = run("001")
+    assert state.targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=8296,
+                                        holes=((100, 4096), (4096, 8192)))
+    assert any("those marked 1 in 001 reached the disk, bytes 100 to 4096 zeros" in n for n in state.notes)
 
 
-def test_dropped_writes_past_the_last_kept_one_are_cut_off() -> None:
-    assert run("100").targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=140)
-    assert run("101").targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=190,
-                                             holes=((140, 170),))
-    assert run("111").targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=190)
+def test_dropped_blocks_past_the_last_kept_one_are_cut_off() -> None:
+    assert run("100").targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=4096)
+    assert run("101").targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=8296,
+                                             holes=((4096, 8192),))
+    assert run("111").targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=8296)
 
 
-def test_a_mask_of_another_length_is_refused_not_bent_to_fit() -> None:
-    with pytest.raises(MaskMismatch, match="names 2 unsynced writes; this run left 3"):
+def test_writes_into_one_block_are_kept_or_lost_together() -> None:
+    small = f"""
+        openat(AT_FDCWD</c>, "{LOG}", O_WRONLY|O_APPEND|O_CLOEXEC) = 4<{LOG}>
+        write(4<{LOG}>, "a", 40) = 40
+        write(4<{LOG}>, "b", 30) = 30
+    """
+    lines = small.strip().splitlines()
+    state = power_state(parse(f"1 {line.strip()}\n" for line in lines), BEFORE, mask="1")
+    assert state.subset_blocks == 1  # a page is written back whole: no state splits it
+    assert state.targets[LOG] == Target(TargetKind.PREFIX, source=LOG, length=170)
+
+
+def test_a_mask_of_another_length_or_alphabet_is_refused_not_bent_to_fit() -> None:
+    with pytest.raises(MaskMismatch, match="names 2 unsynced blocks; this run left 3"):
         run("01")
+    with pytest.raises(MaskMismatch, match="not made of 0 and 1"):
+        run("0a1")
 
 
 def test_a_file_rewritten_in_place_gives_no_subsets() -> None:
-    # A write below the synced length: no subset of its writes is a state the final file shows.
+    # A write below the synced length: no subset of its blocks is a state the final file shows.
     state = run(None, f'pwrite64(4<{LOG}>, "z", 10, 5) = 10\n')
-    assert state.subset_writes == 0
+    assert state.subset_blocks == 0
 
 
 def test_writes_to_a_file_whose_name_is_not_durable_give_no_subsets() -> None:
@@ -73,7 +89,7 @@ def test_writes_to_a_file_whose_name_is_not_durable_give_no_subsets() -> None:
         openat(AT_FDCWD</c>, "{new}", O_WRONLY|O_CREAT|O_APPEND, 0644) = 6<{new}>
         write(6<{new}>, "n", 5) = 5
     """)
-    assert state.subset_writes == 3  # the new file vanishes whatever its bytes did
+    assert state.subset_blocks == 3  # the new file vanishes whatever its bytes did
 
 
 def test_masks_are_every_nonempty_subset_then_each_write_alone_and_each_dropped_alone() -> None:

@@ -153,6 +153,16 @@ def test_html_grid_keeps_a_recording_s_call_and_its_settle_s_call_apart() -> Non
     assert rows == [("0", "f01:ftruncate:session.lock"), ("1", "s01:ftruncate:session.lock")]
 
 
+def test_html_grid_gives_each_variant_of_a_point_a_cell_of_its_own() -> None:
+    # The parent and its siblings: a failing subset must not hide behind a held one.
+    point = "changelog/12:commit.written:tool_started.append_note/power-subsets"
+    results = [make(Case("changelog")), make(Case.parse(point)),
+               make(Case.parse(f"{point}:01"), Verdict.FAIL), make(Case.parse(f"{point}:11"))]
+    page = html.render(results, DECLARED)
+    cells = re.findall(r'<td class="cell v-(\w+)" title="([^"]+?): ', page)
+    assert cells == [("pass", point), ("fail", f"{point}:01"), ("pass", f"{point}:11")]
+
+
 def test_html_draws_a_timeline_per_failing_case_and_the_coverage_table() -> None:
     page = html.render(sample_results(), DECLARED)
     assert page.count('<details class="case"') == 5
