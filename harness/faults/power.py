@@ -71,10 +71,15 @@ class Power:
     def apply_observed(self, observed: Observed) -> None:
         state = power_state(observed.calls, observed.before, self.keep, self.names_now, self.blocks)
         write_state(state)
-        if not observed.fsync:
-            observed.note("power loss with --fsync off: the agent was told not to sync its commits")
-        for line in state.notes or ["power loss: every write had been synced; nothing changed"]:
-            observed.note(line)
+        note_state(observed, state)
+
+
+def note_state(observed: Observed, state: PowerState, *first: str) -> None:
+    """Say what the loss did, on the incarnation's record: `first` lines, then one per change."""
+    if not observed.fsync:
+        observed.note("power loss with --fsync off: the agent was told not to sync its commits")
+    for line in [*first, *(state.notes or ["power loss: every write had been synced; nothing changed"])]:
+        observed.note(line)
 
 
 def write_state(state: PowerState) -> None:

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import itertools
 
-from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec
-from crashmatrix.harness.faults.interface import AtCrash, Frozen, Observed
-from crashmatrix.harness.faults.power import POWER_AT, write_state
+from crashmatrix.harness.faults.interface import Observed
+from crashmatrix.harness.faults.power import Power, note_state, write_state
 from crashmatrix.harness.faults.power_state import MaskMismatch, power_state
 
 # Every subset up to this many unsynced blocks (15 variants); past it, 2n of them.
@@ -47,23 +46,13 @@ def masks(n: int) -> list[str]:
     return sorted({*alone, *all_but})
 
 
-class PowerSubsets:
-    name = "power-subsets"
-    requires = frozenset({Capability.KILL, Capability.FILE_STORE})
-    at_crash = AtCrash.KILL
-    observes = True
-    by_default = False
+class PowerSubsets(Power):
+    """`power` with variants: where and what it needs are `power`'s; what stays is the mask's."""
+
     has_variants = True  # names each subset by a mask (`power-subsets:011`)
-    at_store_calls = False  # as `power`: at system-call points (`--syscalls`), not black-box ones
 
-    def enumerated_at(self, kind: str, label: str) -> bool:
-        return kind in POWER_AT
-
-    def apply(self, adapter: Adapter, spec: LaunchSpec) -> None:
-        pass  # observes: the runner calls apply_observed instead
-
-    def while_frozen(self, frozen: Frozen) -> None:
-        pass  # a KILL fault is never frozen
+    def __init__(self) -> None:
+        super().__init__("power-subsets", keep=0)
 
     def apply_observed(self, observed: Observed) -> None:
         mask = observed.variant
@@ -73,16 +62,14 @@ class PowerSubsets:
             observed.drifted(f"power-subsets:{mask} does not fit this run: {exc}")
             return
         write_state(state)
-        if not observed.fsync:
-            observed.note("power loss with --fsync off: the agent was told not to sync its commits")
-        if mask is None:
-            variants = masks(state.subset_blocks)
-            observed.offer(variants)
-            observed.note(f"power loss: none of the {state.subset_blocks} unsynced block(s) a subset "
-                          f"may keep reached the disk; {len(variants)} other subset(s) run as sibling "
-                          "cases (power-subsets:MASK)")
-        for line in state.notes or ["power loss: every write had been synced; nothing changed"]:
-            observed.note(line)
+        if mask is not None:
+            note_state(observed, state)
+            return
+        variants = masks(state.subset_blocks)
+        observed.offer(variants)
+        note_state(observed, state, f"power loss: none of the {state.subset_blocks} unsynced block(s) a "
+                   f"subset may keep reached the disk; {len(variants)} other subset(s) run as sibling "
+                   "cases (power-subsets:MASK)")
 
 
 POWER_SUBSETS = PowerSubsets()
