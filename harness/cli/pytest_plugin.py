@@ -459,4 +459,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         scenarios = with_arrivals(scenarios, _host(config).runner_config, note=_say_arrivals)
     collector = MatrixCollector.from_parent(session, name="crashmatrix", nodeid="crashmatrix",
                                             scenarios=scenarios)
-    items.extend(collector.collect())
+    cases = list(collector.collect())
+    collected: list[pytest.Item | pytest.Collector] = [*cases]
+    # Reported as a collection, so the terminal counts them ("collected 38 items", not "collected
+    # 0 items / 28 deselected / -28 selected" under -k): they are made after pytest's own collection.
+    report = pytest.CollectReport(collector.nodeid, "passed", None, collected)
+    session.ihook.pytest_collectreport(report=report)
+    items.extend(cases)

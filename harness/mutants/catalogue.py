@@ -62,6 +62,7 @@ class MutantName(StrEnum):
     SETTINGS_RESAVED_UNSYNCED = "settings-resaved-unsynced"
     HOLES_TAKEN_FOR_DAMAGE = "holes-taken-for-damage"
     TIDIES_FINISHED_LOG = "tidies-finished-log"
+    GROUP_COMMITS_SKIPS_DAMAGE = "group-commits-skips-damage"
 
 
 @dataclass(frozen=True)
@@ -287,6 +288,19 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "A restart that finds the session finished tidies its log in place, truncating the file and "
        "writing its commits back, so a crash between the two calls loses the whole finished run.",
        G.tidies_finished_log, "changelog-fast", syscalls=1),
+    # Killed only by `power-subsets`, on `large-call`, where the message and the intent of a 6 KiB
+    # call span five 4 KiB blocks: a subset that drops a block holding the message's head and keeps
+    # a later one holding a whole line after it. Every other loss keeps a prefix of the unsynced
+    # writes, or (`power-blocks`) only the last block, which holds no intent's head when the intent
+    # is itself longer than a block; so no other state puts a record after a lost one. On a short
+    # log (changelog-fast) both commits share a block, kept or lost together: it holds there. The
+    # kill is `log-integrity`: the harness's reader refuses the line the mutant's skips.
+    _m(N.GROUP_COMMITS_SKIPS_DAMAGE,
+       "The log syncs an assistant message only with the intent after it (group commit) and its "
+       "reader skips a damaged line up to the next record, so a file system that persists the "
+       "intent's write but not the message's leaves an intent whose call is gone, which the agent "
+       "reads past, appending to a log no strict reader can open.",
+       G.group_commits_skips_damage, "large-call", faults=("power-subsets",)),
 )})
 
 

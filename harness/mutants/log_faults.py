@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from crashmatrix.agent import log as log_module
 from crashmatrix.agent.lock import SessionLock
-from crashmatrix.agent.log import Commit, SessionLog
+from crashmatrix.agent.log import Commit, SessionLog, TailRepair
 from crashmatrix.agent.loop import Agent
-from crashmatrix.agent.records import EntryType
+from crashmatrix.agent.probe import ProbeKind, probe
+from crashmatrix.agent.records import Entry, EntryType, Role, commit_label
 from crashmatrix.harness.mutants.patching import Patcher
 
 
@@ -173,3 +175,103 @@ def holes_taken_for_damage(p: Patcher) -> None:
         return False
 
     p.replace(log_module, "_lost_blocks", no_lost_blocks)
+
+
+_RECORD = re.compile(rb'\{"seq":(\d+),')
+
+
+def _salvage(raw: bytes) -> Commit | None:
+    """The commit a line holds, its seq taken as it comes; in a damaged line, the first record
+    that decodes from one of its record starts on (the reader skips the damage before it)."""
+    for found in _RECORD.finditer(raw):
+        try:
+            return log_module.decode_line(raw[found.start():], int(found.group(1)))
+        except ValueError:
+            continue
+    return None
+
+
+def _scan_skipping(data: bytes, path: Path) -> tuple[list[Commit], int, TailRepair | None]:
+    """`scan`, except that a commit's seq is taken as it comes (not required to follow the one
+    before) and a complete line that does not decode is skipped, not refused, up to the first
+    record in it that does. A torn last line (an incomplete one, or a complete one with NUL
+    bytes and no record) is repaired as `scan` repairs it."""
+    commits: list[Commit] = []
+    offset = 0
+    lines = data.split(b"\n")
+    complete, fragment = lines[:-1], lines[-1]
+    for index, raw in enumerate(complete):
+        commit = _salvage(raw)
+        if commit is not None:
+            commits.append(commit)
+        elif index == len(complete) - 1 and not fragment and log_module._lost_blocks(raw):
+            why = "last line holds NUL bytes (blocks of an unsynced write never stored)"
+            return commits, offset, TailRepair(index + 1, len(data) - offset, why)
+        offset += len(raw) + 1
+    if fragment:
+        why = "incomplete last line (torn write)"
+        return commits, offset, TailRepair(len(complete) + 1, len(fragment), why)
+    return commits, offset, None
+
+
+def group_commits_skips_damage(p: Patcher) -> None:
+    close_log: Callable[[SessionLog], None] = SessionLog.close
+    waiting: dict[SessionLog, list[tuple[str, int]]] = {}  # written, not yet synced nor acknowledged
+
+    def may_wait(entries: list[Entry]) -> bool:
+        # A plain assistant message (no run_finished with it) is shown to no one and starts
+        # nothing: the commit after it (the intent of its first call, in the loop) syncs it.
+        return all(e["type"] == EntryType.MESSAGE and e["role"] == Role.ASSISTANT for e in entries)
+
+    def sync_group(self: SessionLog) -> None:
+        group = waiting.pop(self, [])
+        if self.fsync and self._fd is not None:
+            try:
+                log_module.sync_file(self._fd)
+            except OSError as exc:
+                raise self._failing("fsync", exc) from exc
+        for label, seq in group:
+            probe(ProbeKind.COMMIT_AFTER, label, seq=seq)
+
+    def group_commit(self: SessionLog, entries: list[Entry]) -> int:
+        assert self._fd is not None, "log not open"
+        if self.failed is not None:
+            raise self.failed
+        seq = self.next_seq
+        label = commit_label(entries)
+        probe(ProbeKind.COMMIT_BEFORE, label, seq=seq)
+        try:
+            log_module.write_all(self._fd, log_module.encode_commit(seq, entries))
+        except OSError as exc:
+            raise self._failing("write", exc) from exc
+        probe(ProbeKind.COMMIT_WRITTEN, label, seq=seq)
+        self.commits.append(Commit(seq, entries))
+        waiting.setdefault(self, []).append((label, seq))
+        if not may_wait(entries):
+            sync_group(self)
+        return seq
+
+    def close(self: SessionLog) -> None:
+        try:
+            if waiting.get(self) and self.failed is None:
+                sync_group(self)
+        finally:
+            waiting.pop(self, None)
+            close_log(self)
+
+    def next_seq(self: SessionLog) -> int:
+        return self.commits[-1].seq + 1 if self.commits else 1
+
+    # The fault, two rules each safe alone when a power loss keeps a prefix of the unsynced
+    # writes: (1) group commit: each commit is its own append, but a plain assistant message is
+    # synced (and acknowledged) only with the commit after it, so [assistant k, tool_started k]
+    # is two writes and one fsync before the effect (a tool result is synced at once: the next
+    # request shows it to the model); (2) the reader skips a damaged line up to the first record
+    # in it that decodes, and takes seqs as they come. A file system that persists the later
+    # write of a group and not the earlier one leaves zeros, then the intent, on one line: the
+    # reader keeps an intent whose call the log no longer holds and the agent runs on, appending
+    # to a log that the strict reader refuses.
+    p.replace(log_module, "scan", _scan_skipping)
+    p.replace(SessionLog, "commit", group_commit)
+    p.replace(SessionLog, "close", close)
+    p.replace(SessionLog, "next_seq", property(next_seq))

@@ -89,3 +89,29 @@ def test_every_subset_of_the_unsynced_blocks_runs_as_a_sibling_and_a_mask_that_d
     drifted = crashmatrix("repro", at[:-2] + "0101")
     assert "nondeterministic: power-subsets:0101 does not fit this run" in drifted.stdout
     assert drifted.returncode != 0
+
+
+def test_a_group_commit_is_caught_only_by_a_subset_that_keeps_a_later_block_of_it(tmp_path: Path) -> None:
+    # large-call: the message and the intent of a 6 KiB call span several blocks of the log.
+    code, found = run(tmp_path / "ours", "--fault", "power-subsets", scenario="large-call")
+    assert code == 0, [(r["case"], r["violations"][:1]) for r in found if r["verdict"] != "pass"]
+    agent = "mutant:group-commits-skips-damage"
+    caught, results = run(tmp_path / "mutant", "--agent", agent, "--fault", "power-subsets",
+                          scenario="large-call")
+    assert caught == 1
+    failed = [r for r in results if r["verdict"] == "fail"]
+    # Only variants fail: the loss that keeps nothing (the case without a mask) leaves no record
+    # after a lost one.
+    assert failed
+    assert all("/power-subsets:" in r["case"] for r in failed), [r["case"] for r in failed]
+    assert all({v["invariant"] for v in r["violations"]} == {"log-integrity"} for r in failed), failed
+    at = failed[0]["case"]
+    replay = crashmatrix("repro", at, "--agent", agent)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    assert "unsynced block(s), those marked 1 in" in replay.stdout
+    assert "line 2: not a commit line" in replay.stdout
+    # Every other loss keeps a prefix of the writes, or only the last block (which holds no
+    # intent's head: the intent is longer than a block): the group commit holds under each.
+    assert run(tmp_path / "others", "--agent", agent, "--fault", "kill", "--fault", "torn", "--fault",
+               "second", "--fault", "power", "--fault", "power-keep1", "--fault", "power-blocks",
+               "--fault", "power-names", scenario="large-call")[0] == 0

@@ -152,6 +152,25 @@ def test_the_syscalls_option_collects_each_store_call_and_the_settle_s_and_judge
     torn.stderr.fnmatch_lines(["*--crashmatrix-syscalls: none of the selected faults can act at a system*"])
 
 
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_the_subsets_of_a_power_loss_run_inside_its_item_and_a_failing_one_is_named(
+        pytester: pytest.Pytester) -> None:
+    point = ["--crashmatrix", "--crashmatrix-scenario", "large-call", "-p", "no:cacheprovider",
+             "-k", "commit.written and tool_started", "--crashmatrix-fault", "power-subsets", "-rA"]
+    ours = pytester.runpytest_subprocess(*point)
+    assert ours.ret == pytest.ExitCode.OK, ours.stdout.str()
+    assert list(_outcomes(ours).values()) == ["PASSED"]
+    # The cases count as collected, so -k's arithmetic comes out (once "collected 0 items / 10
+    # deselected / -10 selected": they are made after pytest's own collection).
+    ours.stdout.fnmatch_lines(["collected * items / * deselected / 1 selected"])
+    # The group commit fails in the item of its point, which names each subset that caught it.
+    mutant = pytester.runpytest_subprocess(*point, "--crashmatrix-agent", "mutant:group-commits-skips-damage")
+    assert list(_outcomes(mutant).values()) == ["FAILED"], mutant.stdout.str()
+    mutant.stdout.fnmatch_lines(["*and the * case(s) run within it, the other states of its crash points*",
+                                 "large-call/*:commit.written:tool_started.write/power-subsets:*: fail",
+                                 "*log-integrity*"])
+
+
 def _outcomes(result: pytest.RunResult) -> dict[str, str]:
     """Each case's test id -> PASSED or FAILED, from `-rA`'s short summary."""
     got = {}
