@@ -16,10 +16,23 @@ class AgentIdentity:
     framework: str | None  # "LangGraph 1.2.3": the framework and version hosted, when it says
 
 
+def _named_alike(top: str) -> list[str]:
+    """The distribution named as the package is, when it says it installs that package: found at
+    once, where `packages_distributions` reads every installed distribution's file list (0.2 to
+    0.3 s of each `run` and `repro` in an environment with a framework or two)."""
+    try:
+        dist = importlib.metadata.distribution(top)
+        listed = (dist.read_text("top_level.txt") or "").split()
+        files = [] if listed else [f.parts[0] for f in dist.files or [] if f.parts]
+    except Exception:  # not installed under that name, or its metadata is broken
+        return []
+    return [dist.metadata["Name"]] if top in listed or top in files else []
+
+
 def _distribution(module: str) -> str | None:
     top = module.split(".", 1)[0]
     try:
-        dists = importlib.metadata.packages_distributions().get(top, [])
+        dists = _named_alike(top) or importlib.metadata.packages_distributions().get(top, [])
     except Exception:  # metadata of some installed package is broken: no name then
         return None
     for dist in dists:

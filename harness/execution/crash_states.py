@@ -41,8 +41,9 @@ from crashmatrix.fakes.records import RequestRecord
 from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.execution import states
 from crashmatrix.harness.execution.audit import Contents, workspace_of
+from crashmatrix.harness.execution.case_start import Start
 from crashmatrix.harness.execution.freeze_chain import FreezeChain, Outcome
-from crashmatrix.harness.execution.runner import CaseRunner, Start, case_dir_name, request_of
+from crashmatrix.harness.execution.runner import CaseRunner, case_dir_name, request_of
 from crashmatrix.harness.execution.snapshot_audit import contents
 from crashmatrix.harness.execution.snapshot_capture import BoundedCapture, Budget, Why, observation_bytes
 from crashmatrix.harness.execution.snapshot_limits import LIMITS, Limits, Refusal, Refused

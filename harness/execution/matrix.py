@@ -32,8 +32,8 @@ from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.audit import audited, compared
 from crashmatrix.harness.execution.crash_states import CrashStates
 from crashmatrix.harness.execution.incarnation import kill_all
-from crashmatrix.harness.execution.runner import CaseAborted, CaseRunner, RunnerConfig
-from crashmatrix.harness.execution.stop_signals import Interrupted, stop_signals_handled
+from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
+from crashmatrix.harness.execution.stop_signals import CaseAborted, Interrupted, stop_signals_handled
 from crashmatrix.harness.faults.interface import has_variants_of
 from crashmatrix.harness.faults.registry import faults_for
 from crashmatrix.harness.records.case import Case

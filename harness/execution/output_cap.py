@@ -19,6 +19,9 @@ import threading
 import time
 from pathlib import Path
 
+from crashmatrix.harness.records.observation import RawOutput
+from crashmatrix.harness.records.output_tail import WINDOW
+
 HEAD_BYTES = 1 << 20
 TAIL_BYTES = 256 << 10
 CHUNK = 1 << 16
@@ -104,3 +107,16 @@ class CappedOutput:
         self.spawned()
         self._stop.set()
         self._thread.join()
+
+
+def output_end(path: Path) -> RawOutput | None:
+    """The last WINDOW bytes of an incarnation's output file; None when it cannot be read (no
+    file: nothing was spawned). One open and one short read: a passing case pays little for it."""
+    try:
+        with path.open("rb") as f:
+            skipped = max(0, os.fstat(f.fileno()).st_size - WINDOW)
+            if skipped:
+                f.seek(skipped)
+            return RawOutput(f.read(WINDOW), skipped)
+    except OSError:
+        return None

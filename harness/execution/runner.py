@@ -16,41 +16,40 @@ import shlex
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec, pass_env_of
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
-from crashmatrix.harness.adapters.tools import declared_policies
-from crashmatrix.harness.execution import blackbox, case_services, syscall_points
-from crashmatrix.harness.execution.call_outcomes import after_injection, killed_at_call, killed_at_syscall
+from crashmatrix.harness.execution import case_services, syscall_points
+from crashmatrix.harness.execution.call_steps import killed_at_event, read_trace, tracing_for
 from crashmatrix.harness.execution.case_services import DownstreamHost
+from crashmatrix.harness.execution.case_start import Capture, Start
 from crashmatrix.harness.execution.freeze_chain import FreezeChain
-from crashmatrix.harness.execution.fs_inject import inject_args
-from crashmatrix.harness.execution.fs_trace import parse_file
+from crashmatrix.harness.execution.freezer import Freezer
 from crashmatrix.harness.execution.incarnation import (
     Incarnation,
     IncarnationProtocolError,
     IncarnationRunaway,
     IncarnationTimeout,
 )
-from crashmatrix.harness.execution.intruder import FrozenIncarnation
-from crashmatrix.harness.execution.observed import ObservedKill, TracedSpawner, image_of
+from crashmatrix.harness.execution.incarnation_command import command_for
 from crashmatrix.harness.execution.orphans import CASE_ENV, end_orphans
+from crashmatrix.harness.execution.output_cap import output_end
 from crashmatrix.harness.execution.scratch_watch import low_note, tree_bytes, watch
+from crashmatrix.harness.execution.session_files import count_commits, holds_bytes
 from crashmatrix.harness.execution.spawn import Launch, Spawner
-from crashmatrix.harness.execution.states import Settled, Snapshot, key, settle_key, take
-from crashmatrix.harness.execution.trees import any_nonempty_file, remove_tree
+from crashmatrix.harness.execution.states import Settled, key, settle_key
+from crashmatrix.harness.execution.stop_signals import CaseAborted
+from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.execution.workspace_files import snapshot
 from crashmatrix.harness.faults.interface import (
     AtCrash,
     FaultKind,
     at_crash_of,
     at_request,
-    injecting,
-    observes_of,
 )
 from crashmatrix.harness.faults.registry import fault_named
 from crashmatrix.harness.records.agent_env import agent_environment
@@ -60,10 +59,8 @@ from crashmatrix.harness.records.observation import (
     IncarnationRecord,
     Intrusion,
     Observation,
-    RawOutput,
     Request,
 )
-from crashmatrix.harness.records.output_tail import WINDOW
 from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT_S
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.scenarios.model import Scenario
@@ -136,10 +133,6 @@ def request_of(index: int, raw: Any) -> Request:
                    error_type=error.get("type") if isinstance(error, dict) else None,
                    reply=get("reply"), rule=get("rule"), wire=get("wire") or "chat",
                    pairing=bool(get("pairing")))
-
-
-class CaseAborted(Exception):
-    """The matrix is stopping (SIGINT): the case is dropped, not judged."""
 
 
 class CaseRunner:
@@ -220,11 +213,11 @@ class CaseRunner:
                 # must be recovered, never re-submitted.
                 # Once accepted, always: the store is only read until the task is in it.
                 accepted = accepted or (restart and self.accepted(base, incarnations, probes))
-                spec, args, policies = _command(cfg.adapter, base, scenario, accepted)
+                spec, args, policies = command_for(cfg.adapter, base, scenario, accepted)
                 sent = case_services.count(cfg.downstream, case_key, services)
                 record = IncarnationRecord(index, "recover" if accepted else "run", policies,
                                            requests_before=len(cfg.provider.requests(case_key)),
-                                           commits_before=_count_lines(session / "session.jsonl"),
+                                           commits_before=count_commits(session / "session.jsonl"),
                                            downstream_before=sent)
                 record.settle = index == case.depth + 2
                 incarnations.append(record)
@@ -233,9 +226,9 @@ class CaseRunner:
                 if accepted and cfg.coverage_dir is not None:
                     data = cfg.coverage_dir / f".coverage.{case_key}.{index}"
                     cover = (data, cfg.coverage_source)
-                freezer = _Freezer(self, base, scenario, case_key, case_dir, deliveries, deadline,
-                                   accepted, incarnations, intrusions,
-                                   shlex.join([*cfg.adapter.program, *args]))
+                freezer = Freezer(self, cfg.adapter, lambda: len(cfg.provider.requests(case_key)), base,
+                                  scenario, case_key, case_dir, deliveries, deadline, accepted,
+                                  incarnations, intrusions, shlex.join([*cfg.adapter.program, *args]))
                 # Black-box: the recording's first incarnation is traced for its store calls;
                 # --syscalls: the finishing one and the settle, probes on, of a case that may be
                 # extended (its settle's calls are its own settle steps: never a reused settle).
@@ -258,7 +251,7 @@ class CaseRunner:
                         if capture is not None:
                             capture.settle_unchanged = True
                         break
-                self._incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
+                self.run_incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
                                   cover, freezer=freezer, probes=probes, record_calls=record_calls,
                                   capture=snap, case_key=case_key, chain=chain)
                 if final_key is not None and settled is not None:
@@ -327,7 +320,7 @@ class CaseRunner:
         return low_note(low, size)
 
     def spec_for(self, case_dir: Path, scenario: Scenario) -> LaunchSpec:
-        """The spec of an incarnation in `case_dir`, before any restart policy applies (`_command`),
+        """The spec of an incarnation in `case_dir`, before any restart policy applies (`command_for`),
         and with no provider (`run` adds the case's; a fault acting on files needs none)."""
         return LaunchSpec(session=case_dir / "session", workspace=case_dir / "ws", provider_url="",
                           tools=list(scenario.tools.enabled), policies={},
@@ -354,7 +347,7 @@ class CaseRunner:
             return bool(self.config.adapter.read_transcript(spec).runs)
         # Black-box, no store reader: no commit event says the task landed; a store file
         # holding bytes does (its first commit holds the task, as for any agent).
-        return _holds_bytes(spec.session)
+        return holds_bytes(spec.session)
 
     def accepted_by_events(self, incarnations: list[IncarnationRecord], probes: bool = True) -> bool | None:
         """`accepted` when the probe events alone decide it; None when the store must be read."""
@@ -366,12 +359,12 @@ class CaseRunner:
         # A write that returned survives a SIGKILL: `commit.written` is enough.
         return any(e.kind in ("commit.written", "commit.after") for inc in incarnations for e in inc.events)
 
-    def _incarnation(self, args: list[str], spec: LaunchSpec, record: IncarnationRecord,
-                     step: Any, scenario: Scenario, deliveries: list[Delivery],
-                     deadline: float, case_dir: Path, cover: tuple[Path, str] | None, *,
-                     freezer: _Freezer | None = None, output: Path | None = None,
-                     probes: bool = True, record_calls: bool = False, capture: Capture | None = None,
-                     case_key: str | None = None, chain: FreezeChain | None = None) -> None:
+    def run_incarnation(self, args: list[str], spec: LaunchSpec, record: IncarnationRecord,
+                        step: Any, scenario: Scenario, deliveries: list[Delivery],
+                        deadline: float, case_dir: Path, cover: tuple[Path, str] | None, *,
+                        freezer: Freezer | None = None, output: Path | None = None,
+                        probes: bool = True, record_calls: bool = False, capture: Capture | None = None,
+                        case_key: str | None = None, chain: FreezeChain | None = None) -> None:
         """Run one incarnation: to `step`'s crash point (and its fault), else to its end.
         `freezer`: how to hand a FREEZE fault the frozen incarnation (None: an intruder, which
         is never crashed and gets no deliveries). `probes` False: black-box, the agent is not
@@ -383,18 +376,6 @@ class CaseRunner:
             env.update(syscall_points.NO_BYTECODE)
         started = time.monotonic()
         adapter = self.config.adapter
-        # An observing fault's incarnation: a fresh process under strace, the session imaged first.
-        crash_fault = self.fault(step.fault) if step is not None else None
-        observing = crash_fault is not None and observes_of(crash_fault)
-        spawner, trace = self.config.spawner, case_dir / f"inc{record.index}.strace"
-        before = image_of(spec.session) if observing else None
-        # An injecting fault's step names a system call, not a probe event: nothing is crashed at
-        # an event, the call fails, the incarnation runs to its end.
-        inject = injecting(crash_fault) if crash_fault is not None else None
-        injected_step = None
-        # A black-box or system-call step names a store call too: strace kills the agent as it
-        # enters it (a system-call step's agent keeps its probes: its events are read as ever).
-        killing_step = step if step is not None and step.at_call else None
         # A downstream step names a request: the fake downstream acts there, not the probe loop.
         armed = None
         if step is not None and step.downstream and case_key is not None:
@@ -404,30 +385,13 @@ class CaseRunner:
             armed = case_services.ArmedRequest(self.config.downstream, case_key, record, step,
                                                case_services.injection_of(request_fault))
             step = None
-        if killing_step is not None and killing_step.syscall:
-            # Traced whole (the main thread, every file): an observing fault reads what it did.
-            extra = syscall_points.kill_args(killing_step.kind, killing_step.n)
-            spawner, cover, step = TracedSpawner(trace, extra, seccomp=False, follow=False), None, None
-            record.observed = observing
-        elif killing_step is not None:
-            extra = blackbox.kill_args(spec.session, killing_step.kind, killing_step.label, killing_step.n)
-            # Not `observed`: that names a fault judging what the calls left (power, I/O errors),
-            # whose verdicts depend on --fsync; a kill keeps the page cache either way.
-            spawner, cover, step = TracedSpawner(trace, extra, seccomp=False), None, None
-        elif record_calls:
-            spawner, cover = TracedSpawner(trace), None
-        elif inject is not None and step is not None:
-            # strace matches -P against resolved paths (fds are shown by theirs): resolve it too.
-            target = Path(os.path.realpath(spec.session / step.label))
-            extra = inject_args(target, step.kind, inject.how, step.n)
-            spawner, cover, record.observed = TracedSpawner(trace, extra), None, True
-            injected_step, step = step, None
-        elif observing:
-            spawner, cover, record.observed = TracedSpawner(trace), None, True
+        trace = case_dir / f"inc{record.index}.strace"
+        traced = tracing_for(step, self.fault, self.config.spawner, spec, trace, cover, record, record_calls)
+        step = traced.step
         log = output or case_dir / f"inc{record.index}.log"
         launch = Launch(program=adapter.program, entry=adapter.python.entry if adapter.python else None,
-                        args=args, cwd=case_dir, env=env, output=log, coverage=cover, probes=probes)
-        with Incarnation(launch, spawner, self.config.max_events) as inc:
+                        args=args, cwd=case_dir, env=env, output=log, coverage=traced.cover, probes=probes)
+        with Incarnation(launch, traced.spawner, self.config.max_events) as inc:
             if armed is not None:
                 armed.attach(inc)
             try:
@@ -471,13 +435,7 @@ class CaseRunner:
                             continue
                         inc.kill()  # an observed one: strace has exited too, its trace complete
                         record.crashed_at = event.n
-                        if observing and before is not None:
-                            observed = ObservedKill(adapter, spec, parse_file(trace), before,
-                                                    self.config.fsync, step.variant)
-                            fault.apply_observed(observed)
-                            observed.report(record)
-                        else:
-                            fault.apply(self.config.adapter, spec)
+                        killed_at_event(traced, fault, adapter, self.config.fsync, step, record, spec)
                         break
                     self._grant(inc, step, pending or capture is not None)
                 else:
@@ -486,23 +444,8 @@ class CaseRunner:
                             f"incarnation {record.index} ended after {len(record.events)} events, "
                             f"before the recorded crash point {step.n}:{step.point}")
                     record.exit_code = inc.wait(deadline)
-                    # strace has exited (it was waited for): its trace is whole
-                    if inject is not None and injected_step is not None and before is not None:
-                        after_injection(inject, adapter, self.config.fsync, injected_step, record, spec,
-                                        trace, before)
-                    elif killing_step is not None and killing_step.syscall:
-                        killed_at_syscall(self.fault(killing_step.fault), adapter, self.config.fsync,
-                                          killing_step, record, spec, trace, before)
-                    elif killing_step is not None:
-                        killed_at_call(self.fault(killing_step.fault), adapter, killing_step, record,
-                                       spec, trace)
-                    elif record_calls and probes:
-                        # The agent's event writes mark which calls a probe event already
-                        # stands before (syscall_points.points).
-                        record.store_calls = syscall_points.points(
-                            parse_file(trace), spec.session, inc.event_fd, [e.point for e in record.events])
-                    elif record_calls:
-                        record.store_calls = blackbox.store_points(parse_file(trace), spec.session)
+                    read_trace(traced, self.fault, adapter, self.config.fsync, record, spec, record_calls,
+                               probes, inc.event_fd)
             except IncarnationTimeout:
                 record.timed_out = True
                 inc.kill()
@@ -565,125 +508,7 @@ class CaseRunner:
                 deliveries.append(Delivery("cancel", cancel.id, "", index, event.n))
 
 
-@dataclass(frozen=True)
-class Start:
-    """A case begun from a crash state (`--states`): its directory restored from a snapshot and
-    its fault applied, the incarnations before it as the state's own run recorded them (the last
-    one killed there), and whether the task was in the store (the next one recovers)."""
-
-    case_dir: Path
-    provider: CaseState
-    prefix: list[IncarnationRecord]
-    workspace_before: dict[str, str]
-    accepted: bool
-    deliveries: tuple[Delivery, ...] = ()  # the inputs and cancels delivered up to the state
-
-
-@dataclass
-class Capture:
-    """Snapshots of the tree at every event of incarnation `incarnation`, kept in memory."""
-
-    incarnation: int
-    snaps: dict[int, Snapshot] = field(default_factory=dict)
-    # The settle run changed nothing (no byte, no request): a recover from the final state is
-    # that run again, whatever its role (freeze_chain.py reuses it).
-    settle_unchanged: bool = False
-
-    def take(self, case_dir: Path, provider: CaseState, incarnation: int, event: int) -> None:
-        self.snaps[event] = take(case_dir, provider, incarnation, event, self.snaps.get(event - 1))
-
-
-@dataclass
-class _Freezer:
-    """What the runner knows of a case when an incarnation is frozen: enough to start a second
-    one beside it, as a restart would be started now."""
-
-    runner: CaseRunner
-    base: LaunchSpec
-    scenario: Scenario
-    case_key: str
-    case_dir: Path
-    deliveries: list[Delivery]
-    deadline: float
-    accepted: bool
-    incarnations: list[IncarnationRecord]
-    intrusions: list[Intrusion]  # the case's: every intruder recorded is added here
-    holder_command: str
-
-    def frozen(self, inc: Incarnation, holder: IncarnationRecord) -> FrozenIncarnation:
-        cfg, runner = self.runner.config, self.runner
-        # The command a restart would run now: `recover` once the task is in the store.
-        accepted = self.accepted or runner.accepted(self.base, self.incarnations)
-        spec, args, policies = _command(cfg.adapter, self.base, self.scenario, accepted)
-
-        def run_to_end(second: list[str], record: IncarnationRecord, output: Path, until: float) -> None:
-            # The matrix stops by setting `stop` and killing what runs: no process may start after
-            # (an interrupt while the holder is frozen would otherwise still start the intruder).
-            if runner.stop.is_set():
-                raise CaseAborted(self.case_key)
-            runner._incarnation(second, spec, record, None, self.scenario, self.deliveries, until,
-                                self.case_dir, None, output=output)
-
-        return FrozenIncarnation(
-            adapter=cfg.adapter, spec=spec, pid=inc.pid, holder=holder,
-            holder_command=self.holder_command, second_args=args,
-            second_command="recover" if accepted else "run", second_policies=policies,
-            requests=lambda: len(cfg.provider.requests(self.case_key)),
-            commits=lambda: _count_lines(self.base.session / "session.jsonl"),
-            run_to_end=run_to_end, case_dir=self.case_dir, deadline=self.deadline,
-            intrusions=self.intrusions)
-
-
-def _command(adapter: Adapter, base: LaunchSpec, scenario: Scenario,
-             accepted: bool) -> tuple[LaunchSpec, list[str], dict[str, str]]:
-    """The spec, the arguments and the registered policies of an incarnation started now:
-    `recover` once the task was accepted (is in the store), else `run TASK` again.
-
-    Restart policies model a registration that changed between the run that recorded a call and
-    its recovery, so they apply to incarnations that recover. A `run` re-issued before anything
-    was accepted is still a first run: under a restart policy that calls a never-replay tool
-    `safe`, its calls would be recorded safe and rightly re-run, a double effect no agent could
-    avoid.
-    """
-    tools = scenario.tools
-    declared = declared_policies(adapter)
-    policies = {t: p.value for t, p in tools.policies_at(restart=accepted, declared=declared).items()}
-    # The agent is told the overrides in the reference vocabulary (safe | never): what it may
-    # re-run. The incarnation's record keeps the scenario's words, which the verifier reads.
-    overrides = {t: p.replay for t, p in tools.overrides_at(restart=accepted).items()}
-    spec = dataclasses.replace(base, policies=overrides)
-    args = adapter.recover_args(spec) if accepted else adapter.start_args(spec, scenario.task)
-    return spec, args, policies
-
-
 def _pending(scenario: Scenario, deliveries: list[Delivery]) -> bool:
     done = {d.item_id for d in deliveries}
     return any(i.id not in done for i in scenario.inputs) or any(
         c.id not in done for c in scenario.cancels)
-
-
-def _holds_bytes(root: Path) -> bool:
-    """Whether any file under `root` holds at least one byte."""
-    return any_nonempty_file(root) if root.is_dir() else False
-
-
-def output_end(path: Path) -> RawOutput | None:
-    """The last WINDOW bytes of an incarnation's output file; None when it cannot be read (no
-    file: nothing was spawned). One open and one short read: a passing case pays little for it."""
-    try:
-        with path.open("rb") as f:
-            skipped = max(0, os.fstat(f.fileno()).st_size - WINDOW)
-            if skipped:
-                f.seek(skipped)
-            return RawOutput(f.read(WINDOW), skipped)
-    except OSError:
-        return None
-
-
-def _count_lines(path: Path) -> int:
-    try:
-        with path.open("rb") as f:
-            # A torn last line (no newline) is not a commit: the agent will drop it on open.
-            return sum(1 for line in f if line.endswith(b"\n"))
-    except FileNotFoundError:
-        return 0

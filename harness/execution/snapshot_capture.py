@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crashmatrix.fakes.case import CaseState
-from crashmatrix.harness.execution.runner import Capture
+from crashmatrix.harness.execution.case_start import Capture
 from crashmatrix.harness.execution.snapshot_audit import contents
 from crashmatrix.harness.execution.snapshot_limits import LIMITS, Limits, Refusal, Refused, sized
 from crashmatrix.harness.execution.states import Snapshot, take

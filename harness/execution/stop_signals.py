@@ -45,3 +45,7 @@ def stop_signals_handled(handler: Handler) -> Iterator[None]:
         for s, h in previous.items():
             # None: a handler installed from outside Python, which cannot be put back.
             signal.signal(s, signal.SIG_DFL if h is None else h)
+
+
+class CaseAborted(Exception):
+    """The matrix is stopping (SIGINT): the case is dropped, not judged."""

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.strategies import SearchStrategy
 
 from crashmatrix.harness.execution.incarnation import kill_all
-from crashmatrix.harness.execution.runner import CaseAborted
+from crashmatrix.harness.execution.stop_signals import CaseAborted
 from crashmatrix.harness.explore.schedule import Draw
 from crashmatrix.harness.explore.trial import CaseCache, Finding, HarnessError, run_example
 from crashmatrix.harness.explore.variants import Variant

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from crashmatrix.harness.evaluate import evaluate
-from crashmatrix.harness.execution.runner import output_end
+from crashmatrix.harness.execution.output_cap import output_end
 from crashmatrix.harness.records.evidence import SCRATCH
 from crashmatrix.harness.records.observation import Observation, RawOutput
 from crashmatrix.harness.records.output_tail import (
