@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import importlib
 import sys
 import threading
 import traceback
@@ -14,16 +15,8 @@ from typing import Any, NoReturn
 import click
 
 from crashmatrix.fakes import FakeProvider
-from crashmatrix.harness.cli.baseline_cmd import baseline
-from crashmatrix.harness.cli.bench import bench
-from crashmatrix.harness.cli.compare import compare_cmd
-from crashmatrix.harness.cli.durability import durability
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.cli.explore import explore
-from crashmatrix.harness.cli.merge import merge_
-from crashmatrix.harness.cli.mutants import mutants
 from crashmatrix.harness.cli.run import COMMANDS
-from crashmatrix.harness.cli.schema import schema
 from crashmatrix.harness.execution.netns import isolate
 from crashmatrix.harness.execution.stop_signals import Interrupted, stop_signals_handled
 from crashmatrix.harness.execution.subreaper import become_subreaper, end_leftovers
@@ -34,7 +27,30 @@ from crashmatrix.scenarios import ScenarioError, resolve
 STANDALONE_CASE = "default"
 
 
+# The commands each loaded only when named (or listed by --help): a `run` or a `repro` does not
+# pay for Hypothesis, the benchmark or the durability table (about 0.1 s of every start).
+LAZY = {
+    "baseline": ("crashmatrix.harness.cli.baseline_cmd", "baseline"),
+    "bench": ("crashmatrix.harness.cli.bench", "bench"),
+    "compare": ("crashmatrix.harness.cli.compare", "compare_cmd"),
+    "durability": ("crashmatrix.harness.cli.durability", "durability"),
+    "explore": ("crashmatrix.harness.cli.explore", "explore"),
+    "merge": ("crashmatrix.harness.cli.merge", "merge_"),
+    "mutants": ("crashmatrix.harness.cli.mutants", "mutants"),
+    "schema": ("crashmatrix.harness.cli.schema", "schema"),
+}
+
+
 class _Main(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in LAZY and cmd_name not in self.commands:
+            module, name = LAZY[cmd_name]
+            self.add_command(getattr(importlib.import_module(module), name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             with _stop_signals_raise():
@@ -170,6 +186,7 @@ def entry() -> None:
                            "outliving its case) were killed as the command ended", err=True)
 
 
-# The matrix commands (run.py, list_cmd.py, repro.py); registered here so `main` is the one entry point.
-for _command in [*COMMANDS, merge_, compare_cmd, durability, bench, mutants, explore, schema, baseline]:
+# The matrix commands (run.py, list_cmd.py, repro.py); registered here so `main` is the one entry
+# point (the others, in LAZY, as they are named).
+for _command in COMMANDS:
     main.add_command(_command)

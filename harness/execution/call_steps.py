@@ -52,26 +52,26 @@ def tracing_for(step: CrashStep | None, fault_of: FaultOf, spawner: Spawner | No
     observing = fault is not None and observes_of(fault)
     t = Tracing(spawner, trace, cover, step, observing, image_of(spec.session) if observing else None)
     inject = injecting(fault) if fault is not None else None
-    if step is not None and step.syscall:
-        # Traced whole (the main thread, every file): an observing fault reads what it did.
-        extra = syscall_points.kill_args(step.kind, step.n)
-        t.spawner, t.cover, t.step, t.killing = TracedSpawner(trace, extra, seccomp=False, follow=False), \
-            None, None, step
-        record.observed = observing
-    elif step is not None and step.blackbox:
-        extra = blackbox.kill_args(spec.session, step.kind, step.label, step.n)
-        # Not `observed`: a kill keeps the page cache, whatever --fsync says.
-        t.spawner, t.cover, t.step, t.killing = TracedSpawner(trace, extra, seccomp=False), None, None, step
+    if step is not None and step.at_call:
+        # Killed by strace entering the call: a system-call step traced whole (the main thread,
+        # every file), so an observing fault reads what it did; a black-box one on its store file.
+        # A black-box kill is not `observed`: it keeps the page cache, whatever --fsync says.
+        extra = (syscall_points.kill_args(step.kind, step.n) if step.syscall
+                 else blackbox.kill_args(spec.session, step.kind, step.label, step.n))
+        t.spawner = TracedSpawner(trace, extra, seccomp=False, follow=not step.syscall)
+        t.cover, t.step, t.killing = None, None, step
+        record.observed = observing and step.syscall
     elif record_calls:
         t.spawner, t.cover = TracedSpawner(trace), None
     elif inject is not None and step is not None:
         # strace matches -P against resolved paths (fds are shown by theirs): resolve it too.
         target = Path(os.path.realpath(spec.session / step.label))
-        t.spawner, t.cover, record.observed = TracedSpawner(trace, inject_args(target, step.kind, inject.how,
-                                                                              step.n)), None, True
-        t.injected, t.inject, t.step = step, inject, None
+        t.spawner = TracedSpawner(trace, inject_args(target, step.kind, inject.how, step.n))
+        t.cover, t.step, t.injected, t.inject = None, None, step, inject
+        record.observed = True
     elif observing:
-        t.spawner, t.cover, record.observed = TracedSpawner(trace), None, True
+        t.spawner, t.cover = TracedSpawner(trace), None
+        record.observed = True
     return t
 
 
