@@ -16,26 +16,33 @@ class AgentIdentity:
     framework: str | None  # "LangGraph 1.2.3": the framework and version hosted, when it says
 
 
-def _named_alike(top: str) -> list[str]:
-    """The distribution named as the package is, when it says it installs that package: found at
-    once, where `packages_distributions` reads every installed distribution's file list (0.2 to
-    0.3 s of each `run` and `repro` in an environment with a framework or two)."""
+def _holds(dist: str, module: str) -> bool:
+    """Whether the installed distribution `dist` holds `module`'s file."""
+    stem = module.replace(".", "/")
     try:
-        dist = importlib.metadata.distribution(top)
-        listed = (dist.read_text("top_level.txt") or "").split()
-        files = [] if listed else [f.parts[0] for f in dist.files or [] if f.parts]
+        files = {str(f) for f in importlib.metadata.distribution(dist).files or []}
     except Exception:  # not installed under that name, or its metadata is broken
-        return []
-    return [dist.metadata["Name"]] if top in listed or top in files else []
+        return False
+    return f"{stem}.py" in files or f"{stem}/__init__.py" in files
+
+
+def _named_alike(module: str) -> list[str]:
+    """The distribution named as the module's top package is, when it holds the module: found at
+    once, where `packages_distributions` reads every installed distribution's file list (0.2 to
+    0.3 s of each `run` and `repro` beside a framework or two)."""
+    top = module.split(".", 1)[0]
+    return [importlib.metadata.distribution(top).metadata["Name"]] if _holds(top, module) else []
 
 
 def _distribution(module: str) -> str | None:
     top = module.split(".", 1)[0]
     try:
-        dists = _named_alike(top) or importlib.metadata.packages_distributions().get(top, [])
+        dists = _named_alike(module) or importlib.metadata.packages_distributions().get(top, [])
     except Exception:  # metadata of some installed package is broken: no name then
         return None
-    for dist in dists:
+    # A top package several distributions share (langgraph: langgraph, langgraph-prebuilt, the
+    # checkpoint savers) is credited to the one holding the module, not to whichever comes first.
+    for dist in sorted(dists, key=lambda d: not _holds(d, module)):
         try:
             return f"{dist} {importlib.metadata.version(dist)}"
         except importlib.metadata.PackageNotFoundError:

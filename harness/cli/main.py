@@ -27,8 +27,8 @@ from crashmatrix.scenarios import ScenarioError, resolve
 STANDALONE_CASE = "default"
 
 
-# The commands each loaded only when named (or listed by --help): a `run` or a `repro` does not
-# pay for Hypothesis, the benchmark or the durability table (about 0.1 s of every start).
+# The commands each loaded only when named (or listed, by --help or completion): a `run` or a
+# `repro` does not pay for Hypothesis, the benchmark or the durability table (0.1 s of each start).
 LAZY = {
     "baseline": ("crashmatrix.harness.cli.baseline_cmd", "baseline"),
     "bench": ("crashmatrix.harness.cli.bench", "bench"),

@@ -89,8 +89,9 @@ def killed_at_event(t: Tracing, fault: FaultKind, adapter: Adapter, fsync: bool,
 
 def read_trace(t: Tracing, fault_of: FaultOf, adapter: Adapter, fsync: bool, record: IncarnationRecord,
                spec: LaunchSpec, record_calls: bool, probes: bool, event_fd: int | None) -> None:
-    """After the incarnation ended on its own (strace was waited for: its trace is whole): did
-    the call its step named land, then the fault acts; or, traced for them, its store calls."""
+    """After the incarnation ended without a kill at a probe event (it ran to its end, or strace
+    killed it entering its call; strace was waited for: its trace is whole): did the call its
+    step named land, then the fault acts; or, traced for them, its store calls."""
     if t.inject is not None and t.injected is not None and t.before is not None:
         after_injection(t.inject, adapter, fsync, t.injected, record, spec, t.trace, t.before)
     elif t.killing is not None and t.killing.syscall:

@@ -10,7 +10,7 @@ from crashmatrix.scenarios.model import Scenario
 
 
 def command_for(adapter: Adapter, base: LaunchSpec, scenario: Scenario,
-             accepted: bool) -> tuple[LaunchSpec, list[str], dict[str, str]]:
+                accepted: bool) -> tuple[LaunchSpec, list[str], dict[str, str]]:
     """The spec, the arguments and the registered policies of an incarnation started now:
     `recover` once the task was accepted (is in the store), else `run TASK` again.
 

@@ -252,8 +252,8 @@ class CaseRunner:
                             capture.settle_unchanged = True
                         break
                 self.run_incarnation(args, spec, record, step, scenario, deliveries, deadline, case_dir,
-                                  cover, freezer=freezer, probes=probes, record_calls=record_calls,
-                                  capture=snap, case_key=case_key, chain=chain)
+                                     cover, freezer=freezer, probes=probes, record_calls=record_calls,
+                                     capture=snap, case_key=case_key, chain=chain)
                 if final_key is not None and settled is not None:
                     # Kept only when it changed nothing (no byte, no request): then any case reaching
                     # this final state ends as this one did.

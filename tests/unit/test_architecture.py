@@ -56,6 +56,12 @@ def imports_of(name: str, path: Path, known: Iterable[str]) -> set[str]:
             for alias in node.names:
                 sub = f"{target}.{alias.name}"
                 out.add(sub if sub in known else target)
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "LAZY"
+                                                  for t in node.targets):
+            # Modules named to be imported when used (the command line's LAZY commands): a
+            # dependency all the same, which the layers and the cycle check must see.
+            out.update(c.value for c in ast.walk(node.value)
+                       if isinstance(c, ast.Constant) and isinstance(c.value, str) and c.value in known)
     return {m for m in out if m.split(".")[0] == "crashmatrix" and m != name}
 
 
