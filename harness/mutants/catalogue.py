@@ -289,14 +289,14 @@ CATALOGUE: Mapping[MutantName, Mutant] = MappingProxyType({m.name: m for m in (
        "writing its commits back, so a crash between the two calls loses the whole finished run.",
        G.tidies_finished_log, "changelog-fast", syscalls=1),
     # Killed only by `power-subsets`, on `large-call`, where the message and the intent of a 6 KiB
-    # call span five 4 KiB blocks (the lock's record is a sixth): by a subset that drops a block
-    # holding the message's head while later blocks stay, so the reader skips the damaged line and
-    # reads on (past five blocks, each block dropped alone is one such subset). Every other loss
-    # keeps a prefix of the unsynced writes, or (`power-blocks`) only the last block, which holds
-    # no intent's head when the intent is itself longer than a block: no other state leaves a line
-    # after a damaged one. On a short log (changelog-fast) both commits share a block, kept or lost
-    # together: it holds there. The kill is `log-integrity`: the harness's reader refuses the line
-    # the mutant's reader skips.
+    # call span four 4 KiB blocks of the log (with the lock's record, five unsynced blocks): by a
+    # subset that drops a block holding the message's head while later blocks stay, so the reader
+    # skips the damaged line and reads on (past four blocks, each dropped alone is a subset).
+    # Every other loss keeps a prefix of the unsynced writes, or (`power-blocks`) only the last
+    # block, which holds no intent's head when the intent is itself longer than a block: no other
+    # state leaves a line after a damaged one. On a short log (changelog-fast) both commits share
+    # a block, kept or lost together: it holds there. The kill is `log-integrity`: the harness's
+    # reader refuses the line the mutant's reader skips.
     _m(N.GROUP_COMMITS_SKIPS_DAMAGE,
        "The log syncs an assistant message only with the intent after it (group commit) and its "
        "reader skips a damaged line up to the next record, so a file system that persists the "
