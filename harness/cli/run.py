@@ -44,7 +44,6 @@ from crashmatrix.harness.cli.traced_modes import black_box_usable, syscalls_usab
 from crashmatrix.harness.cli.verdict_exit import baseline_of, refuse_uncrashed, verdict_against
 from crashmatrix.harness.enumeration import parse_shard
 from crashmatrix.harness.execution.arrivals import with_arrivals
-from crashmatrix.harness.execution.crash_states import Tally
 from crashmatrix.harness.execution.line_coverage import (
     LineCoverage,
     Unmeasured,
@@ -53,6 +52,7 @@ from crashmatrix.harness.execution.line_coverage import (
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.execution.scratch_watch import watches
+from crashmatrix.harness.execution.states_tally import Tally
 from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import (

@@ -46,7 +46,8 @@ from crashmatrix.harness.execution.freeze_chain import FreezeChain, Outcome
 from crashmatrix.harness.execution.runner import CaseRunner, case_dir_name, request_of
 from crashmatrix.harness.execution.snapshot_audit import contents
 from crashmatrix.harness.execution.snapshot_capture import BoundedCapture, Budget, Why, observation_bytes
-from crashmatrix.harness.execution.snapshot_limits import LIMITS, Limits, Refusal, Refused
+from crashmatrix.harness.execution.snapshot_limits import LIMITS, Limits, Refused
+from crashmatrix.harness.execution.states_tally import Tally
 from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
 from crashmatrix.harness.faults.kill import KILL
@@ -90,33 +91,6 @@ class _Tail:
     dir_name: str = ""  # the owner's case directory: the observation's paths name it
     refused: dict[int, Why] = field(default_factory=dict)
     witnessed: dict[int, dict[str, str]] = field(default_factory=dict)
-
-
-@dataclass
-class Tally:
-    """Per scenario: crash points run from states, and the distinct states they mapped to; FREEZE
-    points served by hosts, and the hosts run for them."""
-
-    points: Counter[str] = field(default_factory=Counter)
-    distinct: Counter[str] = field(default_factory=Counter)
-    frozen: Counter[str] = field(default_factory=Counter)
-    hosts: Counter[str] = field(default_factory=Counter)
-    # Crash points run as real kills because their state was not kept, by scenario and why, and
-    # the first such state's detail (what was over which bound).
-    unkept: Counter[tuple[str, Refusal]] = field(default_factory=Counter)
-    unkept_detail: dict[tuple[str, Refusal], str] = field(default_factory=dict)
-    # Recoveries not kept, the matrix's budget spent: for sharing (a later case with their state
-    # runs its own), nor for their children (which run as real kills).
-    unshared: Counter[str] = field(default_factory=Counter)
-
-    def unkept_lines(self) -> list[str]:
-        """One line per scenario and reason: how many crash points ran as real kills, and why."""
-        return [f"{scenario}: {n} crash point{'' if n == 1 else 's'} ran as real kills, their states "
-                f"not kept ({reason.value}: {self.unkept_detail[scenario, reason]})"
-                for (scenario, reason), n in sorted(self.unkept.items())] + [
-            f"{scenario}: {n} recover{'y' if n == 1 else 'ies'} not kept for later cases "
-            f"({Refusal.MATRIX.value}: the matrix's snapshots and recoveries held what they may)"
-            for scenario, n in sorted(self.unshared.items())]
 
 
 class CrashStates:

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from crashmatrix.harness.execution.crash_states import CrashStates, Tally
+from crashmatrix.harness.execution.crash_states import CrashStates
 from crashmatrix.harness.execution.snapshot_limits import Limits, Refusal
+from crashmatrix.harness.execution.states_tally import Tally
 from crashmatrix.harness.records.results import CaseResult
 from tests.support.bash_scenario import bash_then_append
 from tests.support.planted import ROOT

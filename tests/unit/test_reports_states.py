@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from crashmatrix.harness.cli.run import states_line, states_record
-from crashmatrix.harness.execution.crash_states import Tally
+from crashmatrix.harness.execution.states_tally import Tally
 from crashmatrix.harness.records.run_record import (
     RunFileError,
     RunRecord,
