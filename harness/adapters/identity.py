@@ -4,7 +4,11 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
+import sys
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from crashmatrix.harness.adapters.interface import profile_of
 
@@ -17,13 +21,31 @@ class AgentIdentity:
 
 
 def _holds(dist: str, module: str) -> bool:
-    """Whether the installed distribution `dist` holds `module`'s file."""
+    """Whether the installed distribution `dist` holds `module`'s file: listed in its files, or
+    (installed editable) under the source directory it was installed from."""
     stem = module.replace(".", "/")
     try:
-        files = {str(f) for f in importlib.metadata.distribution(dist).files or []}
+        found = importlib.metadata.distribution(dist)
+        files = {str(f) for f in found.files or []}
     except Exception:  # not installed under that name, or its metadata is broken
         return False
-    return f"{stem}.py" in files or f"{stem}/__init__.py" in files
+    return f"{stem}.py" in files or f"{stem}/__init__.py" in files or _editable_holds(found, module)
+
+
+def _editable_holds(dist: importlib.metadata.Distribution, module: str) -> bool:
+    """Whether `dist` is an editable install (`pip install -e`, PEP 660: its file list names only
+    a path hook, not the modules) of the directory `module`'s imported file lies in. A user's own
+    adapter is usually installed so while they work on it."""
+    try:
+        direct = json.loads(dist.read_text("direct_url.json") or "{}")
+        url = urlparse(direct["url"])
+        editable = bool(direct.get("dir_info", {}).get("editable"))
+        where = getattr(sys.modules.get(module), "__file__", None)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+    if not editable or url.scheme != "file" or where is None:
+        return False
+    return Path(where).resolve().is_relative_to(Path(unquote(url.path)).resolve())
 
 
 def _named_alike(module: str) -> list[str]:
