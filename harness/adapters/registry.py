@@ -9,8 +9,6 @@ import sys
 from dataclasses import dataclass
 
 from crashmatrix.harness.adapters.interface import Adapter
-from crashmatrix.harness.adapters.mutant import MutantAdapter
-from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.plugins import ADAPTERS_GROUP, ExtensionPoint, PluginError, UnknownPlugin
 from crashmatrix.harness.records.results import DEFAULT_AGENT
 from crashmatrix.harness.records.violation import InvariantId
@@ -56,6 +54,10 @@ def _resolve(name: str) -> Adapter:
     if ":" in name and not name.startswith(MUTANT_PREFIX):
         return _by_path(name)
     if name.startswith(MUTANT_PREFIX):
+        # Imported here: the catalogue (and through it the agent's loop) is a cost every command
+        # would pay at start, for the few runs that name a mutant.
+        from crashmatrix.harness.adapters.mutant import MutantAdapter  # noqa: PLC0415
+        from crashmatrix.harness.mutants.catalogue import MutantName  # noqa: PLC0415
         mutant = name.removeprefix(MUTANT_PREFIX)
         try:
             return MutantAdapter(MutantName(mutant))

@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 
 from crashmatrix.harness.adapters.interface import Adapter
-from crashmatrix.harness.adapters.mutant import MutantAdapter
 from crashmatrix.harness.cli.common_options import selected_faults, with_common
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.list_cmd import enumerate_cases
@@ -28,7 +27,6 @@ from crashmatrix.harness.cli.verdict_exit import verdict_exit
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.runner import CaseRunner
 from crashmatrix.harness.faults.registry import check_faults
-from crashmatrix.harness.mutants.catalogue import MutantName
 from crashmatrix.harness.records.case import Case, CaseIdError
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.redact import redact
@@ -121,7 +119,9 @@ def _print_timeline(obs: Observation, result: CaseResult) -> None:
 
 
 def _repro_file(path: Path, timeout: float, fsync: bool, spawn: str, keep: bool) -> None:
-    from crashmatrix.harness.explore import ReproFileError, read_repro, run_repro  # noqa: PLC0415 - rare path
+    from crashmatrix.harness.adapters.mutant import MutantAdapter  # noqa: PLC0415 - rare path
+    from crashmatrix.harness.explore import ReproFileError, read_repro, run_repro  # noqa: PLC0415
+    from crashmatrix.harness.mutants.catalogue import MutantName  # noqa: PLC0415
 
     try:
         saved = read_repro(path)

@@ -1,5 +1,6 @@
 """Starting the command line (what `run` and `repro` start from) loads neither the commands it
-does not name nor coverage.py (only --line-coverage uses it)."""
+does not name nor coverage.py (only --line-coverage uses it), nor the mutant catalogue (only an
+`--agent mutant:NAME` uses it)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def test_each_lazy_command_loads_under_its_own_name() -> None:
 
 
 def test_starting_the_command_line_imports_none_of_them() -> None:
-    modules = [module for module, _ in LAZY.values()]
+    modules = [module for module, _ in LAZY.values()] + ["crashmatrix.harness.mutants.catalogue",
+                                                         "crashmatrix.harness.adapters.mutant"]
     code = ("import sys, crashmatrix.harness.cli.main; "
             f"print(sorted(m for m in {modules!r} + ['hypothesis', 'coverage'] if m in sys.modules))")
     assert _python(code) == "[]"
