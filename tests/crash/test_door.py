@@ -126,8 +126,10 @@ def test_the_baseline_double_append_is_found_with_and_without_its_store(tmp_path
                                                                         store: bool) -> None:
     (tmp_path / "nostore.py").write_text(NO_STORE)
     agent = "messages-only" if store else "nostore:AGENT"
-    proc = crashmatrix("run", "--agent", agent, "--scenario", "changelog", "--out", str(tmp_path / "out"),
-                       "--json", cwd=tmp_path)
+    # changelog-fast: the running example with `echo` for the tests (`changelog` runs a real
+    # `pytest -q` in every bash call: four times the CPU, for the same append window).
+    proc = crashmatrix("run", "--agent", agent, "--scenario", "changelog-fast", "--out",
+                       str(tmp_path / "out"), "--json", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr
     summary = json.loads(proc.stdout)
     window = [f for f in summary["failures"] if ":effect.after:append_note/kill" in f["case"]]
