@@ -3,7 +3,7 @@ outbox really holds, case by case, counted here from each kept case's workspace.
 
 Each matrix here is a slice (`--case`): the cases around the read-only lookup and around the
 send, where a framework re-runs or re-asks. The whole matrices are the commands of
-examples/support_app/README.md, whose figures they gave; here they cost a minute and a half of
+examples/support_app/README.md, whose figures they gave; here they would cost a minute and a half of
 every CI run."""
 
 from __future__ import annotations
