@@ -59,12 +59,14 @@ def _named_alike(module: str) -> list[str]:
 def _distribution(module: str) -> str | None:
     top = module.split(".", 1)[0]
     try:
-        dists = _named_alike(module) or importlib.metadata.packages_distributions().get(top, [])
+        # A top package several distributions share (langgraph: langgraph, langgraph-prebuilt,
+        # the checkpoint savers) is credited to the one holding the module, not to whichever
+        # comes first; the one named alike was found holding it already.
+        dists = _named_alike(module) or sorted(importlib.metadata.packages_distributions().get(top, []),
+                                               key=lambda d: not _holds(d, module))
     except Exception:  # metadata of some installed package is broken: no name then
         return None
-    # A top package several distributions share (langgraph: langgraph, langgraph-prebuilt, the
-    # checkpoint savers) is credited to the one holding the module, not to whichever comes first.
-    for dist in sorted(dists, key=lambda d: not _holds(d, module)):
+    for dist in dists:
         try:
             return f"{dist} {importlib.metadata.version(dist)}"
         except importlib.metadata.PackageNotFoundError:

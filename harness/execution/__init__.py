@@ -12,6 +12,7 @@
     freezer        what a FREEZE fault is handed: the frozen incarnation, a second one beside it
     case_start     a case begun from a crash state, and the capture of those states (--states)
     states_tally   what --states did per scenario: points, distinct states, real kills and why
+    shared_tail    what a shared recovery produced, spliced into each case's own observation
     session_files  what the harness reads of a session directory itself (commits, any byte)
     output_cap     an incarnation's output kept within bounds, and its end read back
     matrix         a whole matrix: record, enumerate, run, go deeper

@@ -37,13 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from crashmatrix.fakes.case import CaseState
-from crashmatrix.fakes.records import RequestRecord
 from crashmatrix.harness.adapters.interface import Capability
 from crashmatrix.harness.execution import states
 from crashmatrix.harness.execution.audit import Contents, workspace_of
 from crashmatrix.harness.execution.case_start import Start
 from crashmatrix.harness.execution.freeze_chain import FreezeChain, Outcome
-from crashmatrix.harness.execution.runner import CaseRunner, case_dir_name, request_of
+from crashmatrix.harness.execution.runner import CaseRunner, case_dir_name
+from crashmatrix.harness.execution.shared_tail import SharedTail, spliced
 from crashmatrix.harness.execution.snapshot_audit import contents
 from crashmatrix.harness.execution.snapshot_capture import BoundedCapture, Budget, Why, observation_bytes
 from crashmatrix.harness.execution.snapshot_limits import LIMITS, Limits, Refused
@@ -78,21 +78,6 @@ class _Execution:
     group: str = ""
 
 
-@dataclass
-class _Tail:
-    """What a shared recovery produced: read by every case with its state key."""
-
-    observation: Observation
-    depth: int
-    snaps: dict[int, states.Snapshot] = field(default_factory=dict)
-    origin: tuple[states.Snapshot, str] | None = None
-    settle_unchanged: bool = False
-    requests_before: int = 0  # the owner's requests before the recovery (its snapshot's log)
-    dir_name: str = ""  # the owner's case directory: the observation's paths name it
-    refused: dict[int, Why] = field(default_factory=dict)
-    witnessed: dict[int, dict[str, str]] = field(default_factory=dict)
-
-
 class CrashStates:
     """The snapshots and shared recoveries of a matrix. Snapshots are kept per scenario, under
     `root/.states/<scenario>/`, until the matrix has no case of that scenario left to finish
@@ -111,7 +96,7 @@ class CrashStates:
         self.root = root / ".states"
         self._lock = threading.Lock()
         self._execs: dict[str, _Execution] = {}
-        self._shared: dict[str, Future[_Tail]] = {}
+        self._shared: dict[str, Future[SharedTail]] = {}
         self._keys: dict[str, tuple[str, str]] = {}  # owning case id -> (scenario, state key)
         # FREEZE children expected of the parents of a group: (scenario, group, fault) -> their
         # steps, and the group's host.
@@ -272,7 +257,7 @@ class CrashStates:
         if not owner:
             remove_tree(case_dir)  # a torn case's restored copy
             tail = future.result()
-            obs, snaps = _spliced(tail, case, prefix, parent.workspace_before, delivered, snap)
+            obs, snaps = spliced(tail, case, prefix, parent.workspace_before, delivered, snap)
             if may_extend and (snaps or tail.refused) and self._afford(case, observation_bytes(obs, True)):
                 self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs,
                                             refused=tail.refused, witnessed=tail.witnessed,
@@ -310,7 +295,7 @@ class CrashStates:
                 self.tally.unshared[scenario.name] += 1
                 if self._shared.get(key) is future:
                     del self._shared[key]
-        future.set_result(_Tail(obs, d, snaps, (snap, step.fault), unchanged,
+        future.set_result(SharedTail(obs, d, snaps, (snap, step.fault), unchanged,
                                 len(snap.provider.records), case_dir.name, refused, witnessed))
         return obs, False
 
@@ -469,38 +454,6 @@ def _own_prefix(host: Observation, case: Case, parent: _Execution) -> Observatio
     return dataclasses.replace(host, case=case, workspace_before=parent.workspace_before,
                                incarnations=[*parent.incarnations[:d - 1], *host.incarnations[d - 1:]],
                                deliveries=[*earlier, *(x for x in host.deliveries if x.incarnation >= d)])
-
-
-def _spliced(tail: _Tail, case: Case, prefix: list[IncarnationRecord],
-             workspace_before: dict[str, str], delivered: list[Delivery],
-             snap: states.Snapshot) -> tuple[Observation, dict[int, states.Snapshot]]:
-    """A shared recovery as `case`'s own: its own incarnations, deliveries and requests up to the
-    kill (the same items, maybe at other events, and maybe fewer or more requests: the key leaves
-    the log out), then the recovery's, its requests renumbered to follow the case's. The
-    recovery's snapshots (for the case's own crash points in it) get the case's log the same way.
-    The case's requests are written in the terms of the owner's directory, as the rest is."""
-    d, seen, before = tail.depth, tail.observation, tail.requests_before
-    own = states.renamed(snap.provider, snap.dir_name, tail.dir_name).records
-    shift = len(own) - before
-
-    def moved(inc: IncarnationRecord) -> IncarnationRecord:
-        return dataclasses.replace(inc, requests_before=inc.requests_before + shift) if shift else inc
-
-    def logged(records: tuple[RequestRecord, ...]) -> tuple[RequestRecord, ...]:
-        return (*own, *(dataclasses.replace(r, index=r.index + shift) for r in records[before:]))
-
-    obs = dataclasses.replace(
-        seen, case=case, workspace_before=workspace_before,
-        incarnations=[*prefix, *(moved(i) for i in seen.incarnations[d:])],
-        deliveries=[*delivered, *(x for x in seen.deliveries if x.incarnation > d)],
-        requests=[*(request_of(i, r) for i, r in enumerate(own)),
-                  *(dataclasses.replace(q, index=q.index + shift) for q in seen.requests[before:])],
-        intrusions=[dataclasses.replace(x, requests_after=x.requests_after + shift,
-                                        record=moved(x.record)) for x in seen.intrusions])
-    snaps = {n: dataclasses.replace(s, provider=dataclasses.replace(s.provider,
-                                                                    records=logged(s.provider.records)))
-             for n, s in tail.snaps.items()}
-    return obs, snaps
 
 
 def _delivered(parent: _Execution, d: int, n: int) -> list[Delivery]:

@@ -53,7 +53,8 @@ def end_orphans(mark: str, spared: frozenset[int] = frozenset()) -> int:
     `spared`: pids not to touch (the case's own processes, already ended by their kill).
     Returns how many processes were ended."""
     marked: list[psutil.Process] = []
-    for pid in _children():
+    children = _children()
+    for pid in children:
         if pid in spared:
             continue
         try:
@@ -71,7 +72,7 @@ def end_orphans(mark: str, spared: frozenset[int] = frozenset()) -> int:
         with contextlib.suppress(psutil.Error):
             p.kill()
     psutil.wait_procs(ended, timeout=GONE_S)
-    reap_adopted()
+    reap_adopted(children)
     return len(ended)
 
 
@@ -92,12 +93,12 @@ def _zombie_session(pid: int) -> int | None:
         return None
 
 
-def reap_adopted() -> int:
-    """Reap the harness's zombie children that are adopted orphans: those in a session neither
-    their own nor the harness's (see above). Returns how many were reaped."""
+def reap_adopted(children: list[int]) -> int:
+    """Reap those of the harness's `children` that are zombie adopted orphans: in a session
+    neither their own nor the harness's (see above). Returns how many were reaped."""
     ours = os.getsid(0)
     reaped = 0
-    for pid in _children():
+    for pid in children:
         session = _zombie_session(pid)
         if session is None or session in (pid, ours):
             continue
