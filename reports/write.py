@@ -11,7 +11,6 @@ from pathlib import Path
 
 from crashmatrix.harness.records.results import CaseResult
 from crashmatrix.harness.records.run_record import Completeness, LineCoverageRecord, StatesRecord
-from crashmatrix.reports import html, junit, markdown
 from crashmatrix.reports.groups import steps_of
 from crashmatrix.reports.header import Header
 
@@ -42,6 +41,10 @@ def render_all(results: Sequence[CaseResult], declared: Sequence[str],
                lines: LineCoverageRecord | None = None,
                states: StatesRecord | None = None,
                notes: Sequence[str] = (), header: Header | None = None) -> dict[ReportFile, str]:
+    # deferred: the renderers (and xml.etree) are ~10 ms of every start; a `run` refused (exit 2)
+    # before it has results, or `run --help`, renders none
+    from crashmatrix.reports import html, junit, markdown  # noqa: PLC0415
+
     ordered = canonical(results)
     return {ReportFile.SUMMARY: markdown.render(ordered, declared, completeness, lines, states=states,
                                                 notes=notes, header=header),
@@ -108,6 +111,8 @@ def write_reports(results: Sequence[CaseResult], out_dir: Path, declared: Sequen
         for tmp in staged.values():
             tmp.unlink(missing_ok=True)  # only left over when something above failed
     if step_summary_path:
+        from crashmatrix.reports import markdown  # noqa: PLC0415 - deferred, as in render_all
+
         with open(step_summary_path, "a", encoding="utf-8", newline="\n") as f:
             f.write(markdown.render(canonical(results), declared, completeness, lines, linked=False,
                                     states=states, notes=notes, header=header))

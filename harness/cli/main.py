@@ -16,10 +16,10 @@ import click
 
 from crashmatrix.fakes import FakeProvider
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.cli.run import COMMANDS
 from crashmatrix.harness.execution.netns import isolate
 from crashmatrix.harness.execution.stop_signals import Interrupted, stop_signals_handled
 from crashmatrix.harness.execution.subreaper import become_subreaper, end_leftovers
+from crashmatrix.harness.execution.warm_zygotes import kept
 from crashmatrix.harness.plugins import PluginError
 from crashmatrix.scenarios import ScenarioError, resolve
 
@@ -28,15 +28,21 @@ STANDALONE_CASE = "default"
 
 
 # The commands each loaded only when named (or listed, by --help or completion): a `run` or a
-# `repro` does not pay for Hypothesis, the benchmark or the durability table (0.1 s of each start).
+# `repro` does not pay for Hypothesis, the benchmark or the durability table (0.1 s of each start),
+# and the matrix commands not for each other (`repro` and `list` skip run.py's run.json and report
+# writers: about 30 ms of each start).
 LAZY = {
     "baseline": ("crashmatrix.harness.cli.baseline_cmd", "baseline"),
     "bench": ("crashmatrix.harness.cli.bench", "bench"),
     "compare": ("crashmatrix.harness.cli.compare", "compare_cmd"),
     "durability": ("crashmatrix.harness.cli.durability", "durability"),
     "explore": ("crashmatrix.harness.cli.explore", "explore"),
+    "list": ("crashmatrix.harness.cli.list_cmd", "list_"),
     "merge": ("crashmatrix.harness.cli.merge", "merge_"),
     "mutants": ("crashmatrix.harness.cli.mutants", "mutants"),
+    "report": ("crashmatrix.harness.cli.report", "report"),
+    "repro": ("crashmatrix.harness.cli.repro", "repro"),
+    "run": ("crashmatrix.harness.cli.run", "run"),
     "schema": ("crashmatrix.harness.cli.schema", "schema"),
 }
 
@@ -53,7 +59,8 @@ class _Main(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            with _stop_signals_raise():
+            # kept(): an adapter's describe is forked from the zygote its run then takes.
+            with _stop_signals_raise(), kept():
                 return super().invoke(ctx)
         except PluginError as exc:
             # An installed plugin that cannot load is the user's setup to fix, not a crash.
@@ -184,9 +191,3 @@ def entry() -> None:
             if left:
                 click.echo(f"crashmatrix: note: {left} process(es) an agent left running (a daemon "
                            "outliving its case) were killed as the command ended", err=True)
-
-
-# The matrix commands (run.py, list_cmd.py, repro.py); registered here so `main` is the one entry
-# point (the others, in LAZY, as they are named).
-for _command in COMMANDS:
-    main.add_command(_command)

@@ -20,7 +20,6 @@ from crashmatrix.harness.adapters.requirements import agent_label, misfit, unmet
 from crashmatrix.harness.cli.exitcodes import Exit, fail
 from crashmatrix.harness.cli.portable import is_portable, portable_paths
 from crashmatrix.harness.execution.fs_trace import TracerMissing, strace_path
-from crashmatrix.harness.execution.line_coverage import IMPORTS_DATA
 from crashmatrix.harness.execution.runner import RunnerConfig
 from crashmatrix.harness.execution.scratch import scratch_dir
 from crashmatrix.harness.execution.spawn import SpawnMode
@@ -98,7 +97,12 @@ def runner_config(agent: str | Adapter, timeout: float, fsync: bool, keep: bool,
     # Under --line-coverage (refused by `run` for an agent without a Python entry) the zygote
     # measures the agent's import-time lines as it preloads it, so they count as run (every
     # incarnation runs them); each recovery child then measures only what it runs itself.
-    measure = (coverage_dir / IMPORTS_DATA, source) if coverage_dir and python else None
+    measure: tuple[Path, str] | None = None
+    if coverage_dir and python:
+        # deferred: line_coverage is ~1 ms of every start; only --line-coverage needs it
+        from crashmatrix.harness.execution.line_coverage import IMPORTS_DATA  # noqa: PLC0415
+
+        measure = (coverage_dir / IMPORTS_DATA, source)
     # The zygote starts first, before this process has any thread, so it forks clean children.
     spawner = make_spawner(SpawnMode(spawn), preload, measure)
     try:

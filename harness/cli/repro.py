@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import sys
 import tempfile
 from pathlib import Path
@@ -63,6 +62,8 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         known |= {s.name: s for s in scenarios_named((case.scenario,), dirs)}
     scenario = known.get(case.scenario)
     if scenario is None:
+        import difflib  # noqa: PLC0415 - deferred: only an unknown name needs it
+
         close = difflib.get_close_matches(case.scenario, list(known), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(sorted(known))}"
         fail(f"unknown scenario {case.scenario!r} in case id {case_id!r}{hint}")
@@ -95,6 +96,8 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
             step = case.schedule[0]
             first = Case(case.scenario, (dataclasses.replace(step, variant=None),)).case_id
             if first not in found:
+                import difflib  # noqa: PLC0415 - deferred: only an unknown id needs it
+
                 close = difflib.get_close_matches(first, list(found), n=3, cutoff=0.5)
                 fail(f"unknown case id {case_id!r}: scenario {case.scenario} has no crash point "
                      f"{step.token()}" + (f"; nearest: {', '.join(close)}" if close else ""))

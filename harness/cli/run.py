@@ -1,5 +1,6 @@
-"""`crashmatrix run`: the crash matrix, its results and reports (click wiring at the edge); the
-matrix commands it registers with it: list (list_cmd.py), repro (repro.py), report (report.py)."""
+"""`crashmatrix run`: the crash matrix, its results and reports (click wiring at the edge). The
+other matrix commands (list_cmd.py, repro.py, report.py) are registered by main.py, each loaded
+only when named."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,7 +21,6 @@ from crashmatrix.harness.adapters.interface import Adapter, Capability
 from crashmatrix.harness.cli.common_options import selected_faults, with_common
 from crashmatrix.harness.cli.coverage_options import coverage_source_of, measured_name, python_only
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.cli.list_cmd import list_
 from crashmatrix.harness.cli.matrix_setup import (
     adapter_named,
     fitting,
@@ -36,23 +37,15 @@ from crashmatrix.harness.cli.report import (
     coverage_failures,
     coverage_message,
     load_results,
-    report,
     say_completeness,
 )
-from crashmatrix.harness.cli.repro import repro
 from crashmatrix.harness.cli.traced_modes import black_box_usable, syscalls_usable
 from crashmatrix.harness.cli.verdict_exit import baseline_of, refuse_uncrashed, verdict_against
 from crashmatrix.harness.enumeration import parse_shard
 from crashmatrix.harness.execution.arrivals import with_arrivals
-from crashmatrix.harness.execution.line_coverage import (
-    LineCoverage,
-    Unmeasured,
-    combine_and_report,
-)
 from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig
 from crashmatrix.harness.execution.netns import exposure
 from crashmatrix.harness.execution.scratch_watch import watches
-from crashmatrix.harness.execution.states_tally import Tally
 from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.results import (
@@ -88,6 +81,10 @@ from crashmatrix.reports.terminal import render as render_summary
 from crashmatrix.reports.write import write_reports
 from crashmatrix.scenarios.arrivals import parse as arrival_of
 from crashmatrix.scenarios.model import Scenario
+
+if TYPE_CHECKING:
+    from crashmatrix.harness.execution.line_coverage import LineCoverage
+    from crashmatrix.harness.execution.states_tally import Tally
 
 
 def _states_usable(adapter: Adapter, line_coverage: bool) -> None:
@@ -415,10 +412,19 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
             fail(f"--case {unknown[0]}: {why}; `crashmatrix run` without --case lists them all")
         click.echo(f"crashmatrix: note: --case: a slice of the matrix, {len(set(only_cases))} named "
                    "case(s) beside the recordings; every other case was left out", err=True)
-    measured = (combine_and_report(coverage_dir, out_dir, measured_name(adapter, coverage_sources))
-                if coverage_dir is not None else None)
-    lines = measured if isinstance(measured, LineCoverage) else None
-    unmeasured = measured.message if isinstance(measured, Unmeasured) else None
+    lines: LineCoverage | None = None
+    unmeasured: str | None = None
+    if coverage_dir is not None:
+        # deferred: ~1 ms of every start; only --line-coverage measures
+        from crashmatrix.harness.execution.line_coverage import (  # noqa: PLC0415
+            LineCoverage,
+            Unmeasured,
+            combine_and_report,
+        )
+
+        measured = combine_and_report(coverage_dir, out_dir, measured_name(adapter, coverage_sources))
+        lines = measured if isinstance(measured, LineCoverage) else None
+        unmeasured = measured.message if isinstance(measured, Unmeasured) else None
     # Enumeration is known only once the matrix ran to its end; until then `known` is a floor.
     ended = replace(started, expected=None if interrupted else dict(tally.per_scenario),
                     known=tally.known or started.known, done=len(saved) + tally.written,
@@ -479,6 +485,3 @@ def run(names: tuple[str, ...], dirs: tuple[str, ...], agent: str, timeout: floa
     if missing:
         click.echo(f"crashmatrix: error: {coverage_message(missing)}", err=True)
     sys.exit(int(verdict_against(results, known, baseline_file, bool(missing))))
-
-
-COMMANDS = [run, list_, repro, report]

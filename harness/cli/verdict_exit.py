@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from crashmatrix.harness.cli.exitcodes import Exit, fail
-from crashmatrix.harness.records.baseline import Baseline, BaselineError
-from crashmatrix.harness.records.baseline import judge as judge_baseline
-from crashmatrix.harness.records.baseline import lines as baseline_lines
-from crashmatrix.harness.records.baseline import read as read_baseline
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.harness.records.uncrashed import uncrashed
+
+if TYPE_CHECKING:
+    from crashmatrix.harness.records.baseline import Baseline
 
 
 def verdict_exit(results: list[CaseResult], coverage_missing: bool = False) -> Exit:
@@ -37,6 +37,10 @@ def baseline_of(path: str | None) -> Baseline | None:
     """The --baseline file's known failures (None without one); a bad file ends the command (2)."""
     if path is None:
         return None
+    # deferred: records/baseline is ~1 ms of every start; only --baseline reads one
+    from crashmatrix.harness.records.baseline import BaselineError  # noqa: PLC0415
+    from crashmatrix.harness.records.baseline import read as read_baseline  # noqa: PLC0415
+
     try:
         return read_baseline(Path(path))
     except BaselineError as exc:
@@ -49,6 +53,9 @@ def verdict_against(results: list[CaseResult], known: Baseline | None, path: str
     that now hold, fail the run."""
     if known is None or path is None:
         return verdict_exit(results, coverage_missing)
+    from crashmatrix.harness.records.baseline import judge as judge_baseline  # noqa: PLC0415 - deferred, as above
+    from crashmatrix.harness.records.baseline import lines as baseline_lines  # noqa: PLC0415
+
     judged = judge_baseline(results, known)
     for line in baseline_lines(judged, Path(path)):
         click.echo(f"crashmatrix: {line}", err=True)

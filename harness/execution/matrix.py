@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from crashmatrix.harness.enumeration import (
     blackbox_cases,
@@ -30,7 +31,6 @@ from crashmatrix.harness.enumeration import (
 )
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.audit import audited, compared
-from crashmatrix.harness.execution.crash_states import CrashStates
 from crashmatrix.harness.execution.incarnation import kill_all
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.stop_signals import CaseAborted, Interrupted, stop_signals_handled
@@ -41,6 +41,9 @@ from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.harness.records.violation import InvariantId
 from crashmatrix.scenarios.model import Scenario
+
+if TYPE_CHECKING:
+    from crashmatrix.harness.execution.crash_states import CrashStates
 
 OnResult = Callable[[CaseResult, int], None]  # a finished case, and the cases known so far
 STATES_THREADS_PER_JOB = 4  # --states: cases waiting for a shared recovery hold a thread, not a job
@@ -76,9 +79,14 @@ class Matrix:
         self.enumerated = False
         self.enumerated_ids: set[str] = set()  # every case id enumerated (what --case may name)
         adapter = config.runner.adapter
-        self.states = (CrashStates(self.runner, config.runner.work_root, config.jobs,
-                                   witness=config.audit_states > 0)
-                       if config.states and CrashStates.supported(adapter.capabilities) else None)
+        self.states: CrashStates | None = None
+        if config.states:
+            # deferred: crash_states and what only it uses are 5 ms of every start; only --states runs it
+            from crashmatrix.harness.execution.crash_states import CrashStates  # noqa: PLC0415
+
+            if CrashStates.supported(adapter.capabilities):
+                self.states = CrashStates(self.runner, config.runner.work_root, config.jobs,
+                                          witness=config.audit_states > 0)
         # Scenarios whose crash-free run did not do its job (`_undone`): their crash cases are
         # not run, since every one would repeat that failure and hide what a crash adds.
         self.baseline_failed: list[CaseResult] = []
