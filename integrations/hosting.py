@@ -34,6 +34,7 @@ from crashmatrix.harness.adapters.interface import (
     PreflightError,
     PythonEntry,
     ToolSpec,
+    forked_command,
     pass_env_of,
 )
 from crashmatrix.harness.records.agent_env import agent_environment
@@ -275,24 +276,48 @@ class HostedAdapter:
         env = {**agent_environment(os.environ, pass_env_of(self)), **self.env()}
         env.pop("CRASHMATRIX_PROBE", None)  # describe is no incarnation: it must not probe
         shown = shlex.join(command)
+        code, stdout, stderr = self._described_by(command, env)
+        if code is None:
+            raise PreflightError(f"agent {self.agent_name!r} does not load: loading the app "
+                                 f"{self.app!r} took more than {DESCRIBE_TIMEOUT_S:g} s ({shown} "
+                                 f"was killed):\n{_tail(stderr)}")
+        if code != 0:
+            raise PreflightError(f"agent {self.agent_name!r} does not load: the app {self.app!r} "
+                                 f"failed to import or build ({shown} exited {code}):\n"
+                                 f"{_tail(stderr)}")
+        try:
+            return parse_tools(stdout)
+        except ValueError as exc:
+            raise PreflightError(f"agent {self.agent_name!r} does not load: {shown} printed no "
+                                 f"tool list ({exc}):\n{_tail(stderr)}") from None
+
+    def _described_by(self, command: tuple[str, ...],
+                      env: dict[str, str]) -> tuple[int | None, str, str | bytes | None]:
+        """`describe` run to its end: (exit code, None on timeout; stdout; stderr). Forked from a
+        zygote that preloaded the framework when the command keeps one for its run (the
+        framework is then imported once: warm_zygotes.py); else a fresh interpreter."""
+        forked = forked_command(self.preload, f"{self.host}:main", [*self._flags(), "describe"], env,
+                                Path.cwd(), DESCRIBE_TIMEOUT_S)
+        if forked is not None:
+            # One stream for both: the tool list is the last line that is one (`_tools_line`).
+            return forked.code, _tools_line(forked.output), forked.output
         try:
             # On timeout, run() kills the child and reaps it before raising.
             done = subprocess.run(command, env=env, cwd=os.getcwd(), stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=DESCRIBE_TIMEOUT_S,
                                   check=False)
         except subprocess.TimeoutExpired as exc:
-            raise PreflightError(f"agent {self.agent_name!r} does not load: loading the app "
-                                 f"{self.app!r} took more than {DESCRIBE_TIMEOUT_S:g} s ({shown} "
-                                 f"was killed):\n{_tail(exc.stderr)}") from None
-        if done.returncode != 0:
-            raise PreflightError(f"agent {self.agent_name!r} does not load: the app {self.app!r} "
-                                 f"failed to import or build ({shown} exited {done.returncode}):\n"
-                                 f"{_tail(done.stderr)}")
-        try:
-            return parse_tools(done.stdout)
-        except ValueError as exc:
-            raise PreflightError(f"agent {self.agent_name!r} does not load: {shown} printed no "
-                                 f"tool list ({exc}):\n{_tail(done.stderr)}") from None
+            return None, "", exc.stderr
+        return done.returncode, done.stdout, done.stderr
+
+
+def _tools_line(output: str) -> str:
+    """The last line of `output` that starts as describe's tool list does, else all of it (for
+    `parse_tools` to name what is wrong): what the app wrote to stderr may follow it."""
+    for line in reversed(output.splitlines()):
+        if line.startswith('{"tools":'):
+            return line
+    return output
 
 
 def parse_tools(stdout: str) -> tuple[ToolSpec, ...]:

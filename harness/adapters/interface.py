@@ -12,7 +12,8 @@ imports nothing of the harness but the records it returns.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -200,3 +201,29 @@ def declared_tools_of(adapter: object) -> tuple[ToolSpec, ...] | None:
         return None
     tools = method()
     return None if tools is None else tuple(tools)
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    """How a one-off command of an adapter's program ended (`forked_command`)."""
+
+    code: int | None  # its exit code; None: it ran past its deadline, and was killed and reaped
+    output: str  # what it wrote to stdout and stderr, in one stream
+
+
+# (preload, entry, args, env, cwd, timeout_s) -> the outcome, or None: no zygote for it.
+ForkedCommand = Callable[[tuple[str, ...], str, list[str], dict[str, str], Path, float],
+                         "CommandOutcome | None"]
+# Set by a command that forks its incarnations from a zygote (harness/execution/warm_zygotes.py);
+# a context variable, so a thread of the adapter's own never sees it.
+FORKED_COMMAND: ContextVar[ForkedCommand | None] = ContextVar("crashmatrix_forked_command", default=None)
+
+
+def forked_command(preload: tuple[str, ...], entry: str, args: list[str], env: dict[str, str],
+                   cwd: Path, timeout_s: float) -> CommandOutcome | None:
+    """Run `entry(args)` once to its end in a child of a zygote that preloaded `preload`, when the
+    command using the adapter keeps one for its run; None when it does not (the adapter then
+    starts a fresh process, as before). For a Python adapter's own preflight (the framework
+    integrations' `describe`), which would otherwise import a framework the zygote imports again."""
+    runner = FORKED_COMMAND.get()
+    return None if runner is None else runner(preload, entry, args, env, cwd, timeout_s)

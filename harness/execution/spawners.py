@@ -6,6 +6,7 @@ from pathlib import Path
 
 from crashmatrix.harness.execution.fresh import FreshSpawner
 from crashmatrix.harness.execution.spawn import Spawner, SpawnMode
+from crashmatrix.harness.execution.warm_zygotes import take
 from crashmatrix.harness.execution.zygote import Zygote
 
 
@@ -13,7 +14,9 @@ def make_spawner(mode: SpawnMode, preload: list[str] | None,
                  measure_imports: tuple[Path, str] | None = None) -> Spawner:
     """Fresh interpreters, or a zygote that imported `preload` (measuring that import with
     coverage.py into `measure_imports`, when given); always fresh processes when there is nothing
-    to preload (None: an agent the zygote cannot fork, e.g. not written in Python)."""
+    to preload (None: an agent the zygote cannot fork, e.g. not written in Python). A zygote
+    started to describe the app's tools (warm_zygotes.py) is taken when it preloaded the same."""
     if mode is SpawnMode.FRESH or preload is None:
         return FreshSpawner()
-    return Zygote(preload, measure_imports)
+    warm = take(preload) if measure_imports is None else None
+    return warm if warm is not None else Zygote(preload, measure_imports)

@@ -1,0 +1,107 @@
+"""A hosted app's tools are described by a child of the zygote its run then forks from (the framework
+imported once a command), with the same answers and errors as a fresh interpreter gives, and no
+zygote outlives the command."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+
+from crashmatrix.harness.adapters.interface import PreflightError
+from crashmatrix.harness.execution import warm_zygotes
+from crashmatrix.harness.execution.spawn import SpawnMode
+from crashmatrix.harness.execution.spawners import make_spawner
+from crashmatrix.harness.execution.zygote import Zygote
+from crashmatrix.integrations.agent_framework.adapter import ADAPTER
+from tests.support.frameworks import CLI
+
+pytestmark = [
+    pytest.mark.crash,
+    # Skipped where the extra is not installed; never in CI (`CI` set), where that fails.
+    pytest.mark.skipif(importlib.util.find_spec("agent_framework") is None and not os.environ.get("CI"),
+                       reason="the Microsoft Agent Framework is not installed "
+                              "(pip install -e '.[microsoft-agent-framework]')"),
+]
+
+
+def zygotes() -> list[int]:
+    """This process's zygote children."""
+    return [p.pid for p in psutil.Process().children()
+            if "crashmatrix.harness.execution.zygote_server" in " ".join(p.cmdline())]
+
+
+def test_the_run_forks_from_the_zygote_that_described_the_app() -> None:
+    fresh = ADAPTER.with_app(ADAPTER.app)  # its own cache of described tools
+    expected = ADAPTER.with_app(ADAPTER.app).declared_tools()  # outside `kept`: a fresh interpreter
+    assert zygotes() == []
+    preload = list(fresh.python.preload) if fresh.python else []
+    with warm_zygotes.kept():
+        assert fresh.declared_tools() == expected
+        [started] = zygotes()
+        spawner = make_spawner(SpawnMode.FORK, preload)
+        assert isinstance(spawner, Zygote)
+        assert zygotes() == [started], "the run's zygote is the one that described the app"
+        spawner.close()
+    assert zygotes() == []
+
+
+def test_what_is_not_taken_is_closed_and_nothing_is_warmed_outside_a_command() -> None:
+    with warm_zygotes.kept():
+        ADAPTER.with_app(ADAPTER.app).declared_tools()
+        assert len(zygotes()) == 1
+        fresh = make_spawner(SpawnMode.FRESH, list(ADAPTER.python.preload) if ADAPTER.python else [])
+        fresh.close()
+    assert zygotes() == [], "a --spawn fresh run leaves the zygote that described the app"
+    ADAPTER.with_app(ADAPTER.app).declared_tools()  # outside `kept`: a fresh interpreter
+    assert zygotes() == []
+    off_main: list[int] = []
+    with warm_zygotes.kept():
+        worker = threading.Thread(target=lambda: (ADAPTER.with_app(ADAPTER.app).declared_tools(),
+                                                  off_main.extend(zygotes())))
+        worker.start()
+        worker.join()
+    assert off_main == [], "a zygote dies with the thread that started it: only the main thread warms"
+
+
+def test_an_app_that_does_not_import_is_refused_with_its_traceback_from_the_zygote_too() -> None:
+    with warm_zygotes.kept(), pytest.raises(PreflightError) as caught:
+        ADAPTER.with_app("nosuchmod:build").declared_tools()
+    message = str(caught.value)
+    assert "describe exited 1" in message, message
+    assert "ModuleNotFoundError: No module named 'nosuchmod'" in message
+
+
+def test_a_command_execs_no_interpreter_to_describe_and_one_zygote(tmp_path: Path) -> None:
+    # Every program the command and its children exec, from strace: one zygote (which described
+    # the app), no `describe` interpreter, and the incarnations forked from that zygote, or (in
+    # fresh spawning, which leaves the zygote unused) each in an interpreter of its own.
+    strace = shutil.which("strace")
+    if strace is None and not os.environ.get("CI"):
+        pytest.skip("strace is not installed (apt-get install strace; .ci/run installs it)")
+    assert strace is not None, "strace is required in CI"
+    case = "changelog-fast/07:effect.after:append_note/kill"
+    hosts = {}
+    for spawn in ("fork", "fresh"):
+        log = tmp_path / f"{spawn}.log"
+        done = subprocess.run([strace, "-f", "-qq", "-s", "256", "-e", "trace=execve", "-e", "signal=none",
+                               "-o", str(log), *CLI, "run", "--agent", ADAPTER.name, "--scenario",
+                               "changelog-fast", "--case", case, "--spawn", spawn,
+                               "--out", str(tmp_path / spawn)],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode in (0, 1), done.stderr[-3000:]
+        execs = [line for line in log.read_text(encoding="utf-8").splitlines() if "execve(" in line
+                 and "= 0" in line]
+        assert sum("zygote_server" in line for line in execs) == 1, (spawn, execs)
+        assert not [line for line in execs if '"describe"' in line], spawn
+        hosts[spawn] = sum(f'"{ADAPTER.host}"' in line for line in execs)
+        results = (tmp_path / spawn / "results.jsonl").read_text(encoding="utf-8").splitlines()
+        assert len(results) == 2, spawn  # the recording and the case
+    # The recording's run and settle, the case's run, recovery and settle.
+    assert hosts == {"fork": 0, "fresh": 5}
