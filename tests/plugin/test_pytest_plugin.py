@@ -65,8 +65,8 @@ def test_one_test_per_case_with_case_ids(pytester: pytest.Pytester) -> None:
     assert ids[0] == "crashmatrix::tiny/none"
     assert [i for i in ids if re.fullmatch(r"crashmatrix::tiny/\d\d:effect.after:read/kill", i)]
     assert all(re.fullmatch(r"crashmatrix::tiny/(none|\d\d:[a-z.]+:\S+/(kill|second|torn))", i) for i in ids)
-    again = pytester.runpytest_subprocess(*_args(d), "--collect-only", "-q")
-    assert [line for line in again.outlines if line.startswith("crashmatrix::")] == ids, "stable"
+    # Stable ids: each xdist worker collects them anew, and xdist refuses to run when two
+    # workers' collections differ.
     run = pytester.runpytest_subprocess(*_args(d), "-n", "2")
     run.assert_outcomes(passed=len(ids))
 
