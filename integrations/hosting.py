@@ -312,12 +312,11 @@ class HostedAdapter:
 
 
 def _tools_line(output: str) -> str:
-    """The last line of `output` that starts as describe's tool list does, else all of it (for
-    `parse_tools` to name what is wrong): what the app wrote to stderr may follow it."""
-    for line in reversed(output.splitlines()):
-        if line.startswith('{"tools":'):
-            return line
-    return output
+    """Describe's tool list out of `output`, which has its stderr in it too: from the last
+    `{"tools":` to the end of that line (what the app wrote to stderr may come before it on the
+    same line, with no newline of its own, or after it); "" when there is none."""
+    start = output.rfind('{"tools":')
+    return "" if start < 0 else output[start:].partition("\n")[0]
 
 
 def parse_tools(stdout: str) -> tuple[ToolSpec, ...]:

@@ -79,9 +79,11 @@ def repro(case_id: str | None, names: tuple[str, ...], dirs: tuple[str, ...], ag
         syscalls_usable(adapter_named(agent), selected)
     work = Path(tempfile.mkdtemp(prefix="crashmatrix-repro-")) if keep else None
     fsync = fsync_default(fsync_given, selected, black_box)
+    adapter = adapter_named(agent)
+    # Before the runner starts its zygote: a hosted app's describe starts the one it then takes.
+    require_fit(adapter, [scenario])
     with runner_config(agent, timeout, fsync, keep, spawn, work=work, max_events=max_events,
-                       blackbox=black_box, syscalls=syscalls) as cfg:
-        require_fit(cfg.adapter, [scenario])
+                       blackbox=black_box, syscalls=syscalls, resolved=adapter) as cfg:
         try:
             check_faults(case, cfg.adapter)
         except CaseIdError as exc:

@@ -22,7 +22,7 @@ import psutil
 
 from crashmatrix.harness.execution.fresh import FreshSpawner
 from crashmatrix.harness.execution.output_cap import CappedOutput
-from crashmatrix.harness.execution.spawn import Launch, Spawner
+from crashmatrix.harness.execution.spawn import Launch, Spawner, signal_leader
 from crashmatrix.harness.records.events import ProbeEvent
 
 
@@ -102,20 +102,6 @@ def _descendants(pid: int) -> list[psutil.Process]:
     return found
 
 
-def _signal_leader(pid: int, sig: int) -> None:
-    """`sig` to the agent `pid` and to its process group.
-
-    The pid itself too: a zygote reports its child's pid as soon as it forks, before the child's
-    setsid, so a kill that soon (an interrupt, a deadline already past) finds no group of that id;
-    the child, never signalled, would run on and the reaping `wait` would never return. The pid
-    is safe to signal: the caller has not reaped it.
-    """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, sig)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
-
-
 def _stopped_tree(pid: int) -> list[psutil.Process]:
     """The process tree under `pid`, each stopped (SIGSTOP) before the tree is read again.
 
@@ -124,7 +110,7 @@ def _stopped_tree(pid: int) -> list[psutil.Process]:
     stopped process forks nothing, so reading until no new process appears finds them all; the
     agent and its own group are stopped first. SIGKILL ends stopped processes as well.
     """
-    _signal_leader(pid, signal.SIGSTOP)
+    signal_leader(pid, signal.SIGSTOP)
     found: dict[int, psutil.Process] = {}
     for _ in range(STOP_ROUNDS):
         new = [p for p in _descendants(pid) if p.pid not in found]
@@ -334,14 +320,14 @@ class Incarnation:
         """SIGKILL the agent and its process group, and nothing more: safe from another thread
         (the fake downstream's, at a `kill-after-apply` request); the caller's `wait` or `kill`
         reaps it, and `close` ends what it left."""
-        _signal_leader(self.pid, signal.SIGKILL)
+        signal_leader(self.pid, signal.SIGKILL)
 
     def kill(self) -> None:
         """SIGKILL the agent, its process group and every descendant, then reap the child (a
         stopped process dies of SIGKILL too)."""
         self._frozen = False
         descendants = _stopped_tree(self.pid)
-        _signal_leader(self.pid, signal.SIGKILL)
+        signal_leader(self.pid, signal.SIGKILL)
         for d in descendants:  # a descendant that left the group is still ours to end
             with contextlib.suppress(psutil.Error):
                 d.kill()

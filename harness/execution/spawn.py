@@ -7,6 +7,7 @@ and which the kernel SIGKILLs when its parent dies (`die_with_parent`).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -120,3 +121,17 @@ def die_with_parent(parent: int) -> None:
         _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def signal_leader(pid: int, sig: int) -> None:
+    """`sig` to the agent `pid` and to its process group.
+
+    The pid itself too: a zygote reports its child's pid as soon as it forks, before the child's
+    setsid, so a kill that soon (an interrupt, a deadline already past) finds no group of that id;
+    the child, never signalled, would run on and the reaping `wait` would never return. The pid
+    is safe to signal: the caller has not reaped it.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, sig)

@@ -8,7 +8,7 @@ again. Inside `kept()` (each `crashmatrix` command: cli/main.py) an adapter's on
 (`interface.forked_command`) is instead forked from a zygote that preloaded the same modules, and
 `make_spawner` takes that zygote for the run: the framework is imported once per command. A run
 that does not take it (`--spawn fresh`, `--line-coverage`, whose zygote measures its imports)
-has paid what the fresh interpreter would have cost, no more.
+has paid what the fresh interpreter would have cost, and `make_spawner` closes it then.
 
 A zygote dies with the thread that started it (its parent-death signal), so one is started only on
 the main thread; elsewhere the adapter starts a fresh process, as it does outside `kept`.
@@ -17,7 +17,6 @@ Whatever is not taken is closed when `kept` ends: no process outlives the comman
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -28,8 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from crashmatrix.harness.adapters.interface import FORKED_COMMAND, CommandOutcome
-from crashmatrix.harness.execution.spawn import Launch
-from crashmatrix.harness.execution.zygote import Zygote
+from crashmatrix.harness.execution.spawn import Launch, signal_leader
+from crashmatrix.harness.execution.zygote import Zygote, ZygoteError
 
 _lock = threading.Lock()
 _warm: dict[tuple[str, ...], Zygote] = {}  # by what it preloaded
@@ -38,8 +37,11 @@ _warm: dict[tuple[str, ...], Zygote] = {}  # by what it preloaded
 @contextmanager
 def kept() -> Iterator[None]:
     """Within it, adapters' one-off commands are forked from zygotes `make_spawner` may take;
-    on leaving, every zygote not taken is closed."""
+    on leaving, every zygote not taken is closed (an enclosing `kept`'s are its own again)."""
     token = FORKED_COMMAND.set(_forked)
+    with _lock:
+        outer = dict(_warm)
+        _warm.clear()
     try:
         yield
     finally:
@@ -47,6 +49,7 @@ def kept() -> Iterator[None]:
         with _lock:
             left = list(_warm.values())
             _warm.clear()
+            _warm.update(outer)
         for zygote in left:
             zygote.close()
 
@@ -59,17 +62,25 @@ def take(preload: list[str]) -> Zygote | None:
 
 def _forked(preload: tuple[str, ...], entry: str, args: list[str], env: dict[str, str], cwd: Path,
             timeout_s: float) -> CommandOutcome | None:
-    """`interface.forked_command` inside `kept`: None off the main thread or with nothing to
-    preload."""
+    """`interface.forked_command` inside `kept`: None off the main thread, with nothing to
+    preload, or when no zygote can be had (its preload does not import: the adapter's own fresh
+    process then shows why, with the traceback, as it did before zygotes described)."""
     if not preload or threading.current_thread() is not threading.main_thread():
         return None
     with _lock:
         zygote = _warm.get(preload)
-    if zygote is None:
-        zygote = Zygote(list(preload))
+    try:
+        if zygote is None:
+            zygote = Zygote(list(preload))
+            with _lock:
+                _warm[preload] = zygote
+        return _run_once(zygote, entry, args, env, cwd, timeout_s)
+    except ZygoteError:
         with _lock:
-            _warm[preload] = zygote
-    return _run_once(zygote, entry, args, env, cwd, timeout_s)
+            dead = _warm.pop(preload, None)
+        if dead is not None:
+            dead.close()  # not handed to the run: its cases would all fail on it
+        return None
 
 
 def _run_once(zygote: Zygote, entry: str, args: list[str], env: dict[str, str], cwd: Path,
@@ -88,8 +99,7 @@ def _run_once(zygote: Zygote, entry: str, args: list[str], env: dict[str, str], 
         try:
             code = child.wait(timeout_s)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)  # the child leads its own session
+            signal_leader(child.pid, signal.SIGKILL)  # and its group: what it started goes too
             child.wait()
             code = None
         out.seek(0)

@@ -75,6 +75,7 @@ class Zygote:
         theirs.close()
         ready = self._sock.recv(4096)
         if not ready:
+            self._sock.close()  # no channel to keep: the zygote is gone
             raise ZygoteError(f"the zygote exited before it was ready (exit {self._proc.wait()})")
         self._lock = threading.Lock()
         self._next_id = 0

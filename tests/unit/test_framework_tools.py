@@ -37,6 +37,18 @@ def test_describe_output_becomes_tool_specs_without_policies() -> None:
         ToolSpec("send_email", SCHEMA, None, "Email."), ToolSpec("web_search", None, None, ""))
 
 
+@pytest.mark.parametrize(("output", "line"), [
+    # A forked describe writes stdout and stderr to one stream: what the app wrote to stderr
+    # comes after the list, or before it on its line (no newline of its own), or there is no list.
+    ('warning\n{"tools": []}\nat exit: closing\n', '{"tools": []}'),
+    ('half a warning{"tools": [{"name": "x"}]}\n', '{"tools": [{"name": "x"}]}'),
+    ('{"tools": [1]}\n{"tools": []}', '{"tools": []}'),
+    ("Traceback (most recent call last):\nModuleNotFoundError\n", ""),
+])
+def test_the_tool_list_is_found_in_a_stream_with_stderr_in_it(output: str, line: str) -> None:
+    assert hosting._tools_line(output) == line
+
+
 @pytest.mark.parametrize(("stdout", "says"), [
     ("", "empty"),
     ("not json", "Expecting value"),
