@@ -32,12 +32,26 @@ def run_matrix(agent: str = DEFAULT_AGENT, *, scenarios: Sequence[str] = (),
                jobs: int = 2, timeout: float = DEFAULT_TIMEOUT_S,
                cases: Sequence[str] = ()) -> list[CaseResult]:
     """Every case's result (or only `cases`' and their scenarios' recordings), sorted by case id."""
-    # The CLI's own checks, which end a command with exit 2 and a message: here, an exception.
+    from crashmatrix.harness.execution.warm_zygotes import kept  # noqa: PLC0415
+
+    # kept(): as in a command, a framework app's describe is forked from the zygote the run takes.
+    with kept():
+        found = _matrix(agent, scenarios, scenario_dirs, faults, depth, jobs, timeout, cases)
+    unknown = sorted(set(cases) - {r.case for r in found})
+    if unknown:  # as `run --case` refuses it: a slice that silently ran nothing proves nothing
+        raise MatrixError(f"case {unknown[0]!r} is not in the matrix (`crashmatrix list --cases` lists it)")
+    return sorted(found, key=lambda r: r.case)
+
+
+def _matrix(agent: str, scenarios: Sequence[str], scenario_dirs: Sequence[str], faults: Sequence[str],
+            depth: int, jobs: int, timeout: float, cases: Sequence[str]) -> list[CaseResult]:
+    """`run_matrix`'s work: the CLI's checks, then the matrix; its results in the order they finished."""
     from crashmatrix.harness.cli import common_options as cli  # noqa: PLC0415
     from crashmatrix.harness.cli import matrix_setup as setup  # noqa: PLC0415 - the CLI imports this module's callers
     from crashmatrix.harness.execution.matrix import Matrix, MatrixConfig  # noqa: PLC0415
     from crashmatrix.harness.records.case import Case  # noqa: PLC0415
 
+    # The CLI's own checks, which end a command with exit 2 and a message: here, an exception.
     said = io.StringIO()  # what the CLI's checks print before they exit: the error's message
     try:
         with redirect_stderr(said):
@@ -59,7 +73,4 @@ def run_matrix(agent: str = DEFAULT_AGENT, *, scenarios: Sequence[str] = (),
                                      scenario_dirs=list(scenario_dirs), faults=selected,
                                      only=frozenset(cases) or None))
         matrix.run(lambda result, known: found.append(result))
-    unknown = sorted(set(cases) - {r.case for r in found})
-    if unknown:  # as `run --case` refuses it: a slice that silently ran nothing proves nothing
-        raise MatrixError(f"case {unknown[0]!r} is not in the matrix (`crashmatrix list --cases` lists it)")
-    return sorted(found, key=lambda r: r.case)
+    return found

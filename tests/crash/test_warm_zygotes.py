@@ -11,11 +11,13 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 
 from crashmatrix.harness.adapters.interface import PreflightError
+from crashmatrix.harness.api import run_matrix
 from crashmatrix.harness.execution import warm_zygotes
 from crashmatrix.harness.execution.spawn import SpawnMode
 from crashmatrix.harness.execution.spawners import make_spawner
@@ -131,3 +133,31 @@ def test_a_run_and_a_repro_exec_one_zygote_and_no_interpreter_to_describe(tmp_pa
         assert [line for line in execs if '"describe"' in line or f'"{ADAPTER.host}"' in line] == []
     results = (tmp_path / "out" / "results.jsonl").read_text(encoding="utf-8").splitlines()
     assert len(results) == 2  # the recording and the case
+
+
+def test_run_matrix_describes_with_the_zygote_its_matrix_forks_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A user's test calling the API (or the pytest plugin's crashmatrix_run fixture) starts the
+    # framework once too: one zygote, for the describe and every incarnation, and no describe
+    # interpreter of its own.
+    started: list[list[str]] = []
+    start = Zygote.__init__
+
+    def counted(self: Zygote, preload: list[str], *args: Any, **kwargs: Any) -> None:
+        started.append(preload)
+        start(self, preload, *args, **kwargs)
+
+    fresh: list[list[str]] = []
+    run = subprocess.run
+
+    def watched(command: list[str], *args: Any, **kwargs: Any) -> Any:
+        fresh.append(list(command))
+        return run(command, *args, **kwargs)
+
+    monkeypatch.setattr(Zygote, "__init__", counted)
+    monkeypatch.setattr(hosting.subprocess, "run", watched)
+    case = "changelog-fast/07:effect.after:append_note/kill"
+    results = run_matrix(agent=ADAPTER.name, scenarios=["changelog-fast"], cases=[case])
+    assert {r.case for r in results} == {"changelog-fast/none", case}
+    assert len(started) == 1, started
+    assert [c for c in fresh if "describe" in c] == []
+    assert zygotes() == []
