@@ -24,11 +24,18 @@ def steps_from_trace(points: list[str], faults: Sequence[FaultKind]) -> list[Cra
     """At every recorded event (`kind:label`, numbered from 1), each fault that is enumerated
     there, in the given order (the registry's: by name, so `kill` then `torn`)."""
     steps = []
-    at_events = [f for f in faults if at_request(f) is None]
     for n, point in enumerate(points, 1):
-        kind, _, label = point.partition(":")
-        steps += [CrashStep(n, kind, label, f.name) for f in at_events if f.enumerated_at(kind, label)]
+        steps += steps_at(n, point, faults)
     return steps
+
+
+def steps_at(n: int, point: str, faults: Sequence[FaultKind]) -> list[CrashStep]:
+    """The steps at event `n` (`kind:label`): each fault acting at events that is enumerated
+    there. An event's steps depend on that event alone, so a case at it can be named before
+    its recording has finished (crash_states.py, primed recoveries)."""
+    kind, _, label = point.partition(":")
+    return [CrashStep(n, kind, label, f.name) for f in faults
+            if at_request(f) is None and f.enumerated_at(kind, label)]
 
 
 def requests_of(result: CaseResult, index: int) -> list[str]:

@@ -11,6 +11,7 @@ that checks its session before loading its framework settles at process-start co
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import click
+import psutil
 from tabulate import tabulate
 
 from crashmatrix.harness.adapters.durable import ENTRY as DURABLE_ENTRY
@@ -62,8 +64,25 @@ class ModeFigures:
     distinct: int = 0  # --states: the distinct states they mapped to
     frozen: int = 0  # --states: FREEZE (second-process) points served by hosts
     hosts: int = 0  # --states: the host runs made for them
+    primed: int = 0  # --states: of the distinct states, those recovered while their recording ran
     settle_ms: list[float] = field(default_factory=list)  # each settle incarnation's time
     other_ms: list[float] = field(default_factory=list)  # every other incarnation's
+    harness_cpu_s: float = 0.0  # CPU time of the harness process (every thread) while it ran
+    agents_cpu_s: float = 0.0  # of every process it started (agents, zygotes, tracers), reaped or not
+    cores: int = 1  # what the matrix's jobs could use: min(jobs, CPUs)
+
+    def cpu(self) -> dict[str, float | None]:
+        """Where the matrix's CPU went, per case: the harness's and its agents'; how many cores
+        they kept busy between them; and the most cases/s the agents' own CPU allows on the
+        cores `jobs` can use, were the harness free."""
+        if not self.cases or not self.seconds:
+            return {"harness_ms_per_case": None, "agents_ms_per_case": None, "cores_busy": None,
+                    "agents_bound_cases_per_s": None}
+        agents_ms = 1000 * self.agents_cpu_s / self.cases
+        return {"harness_ms_per_case": round(1000 * self.harness_cpu_s / self.cases, 2),
+                "agents_ms_per_case": round(agents_ms, 2),
+                "cores_busy": round((self.harness_cpu_s + self.agents_cpu_s) / self.seconds, 2),
+                "agents_bound_cases_per_s": round(1000 * self.cores / agents_ms, 1) if agents_ms else None}
 
     @property
     def cases_per_s(self) -> float:
@@ -77,6 +96,21 @@ class ModeFigures:
 def peak_rss_mb() -> float:
     # ru_maxrss is in KiB on Linux: the harness process itself (agents are other processes).
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """CPU time so far of this process, and of every process it started: those it reaped
+    (RUSAGE_CHILDREN), and those alive with what they reaped (a zygote's forked agents are its
+    children, not ours). Read between matrices, when no agent is in flight, the difference of two
+    readings splits a matrix's CPU between harness and agents."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
+    theirs = reaped.ru_utime + reaped.ru_stime
+    for child in psutil.Process().children():
+        with contextlib.suppress(psutil.Error):
+            t = child.cpu_times()
+            theirs += t.user + t.system + t.children_user + t.children_system
+    return me.ru_utime + me.ru_stime, theirs
 
 
 def fork_floor_ms(samples: int = 200) -> float:
@@ -178,15 +212,21 @@ def _measure(figures: ModeFigures, mode: str, scenarios: list[Scenario], jobs: i
         cfg = plain if tracer is None else replace(plain, spawner=tracer)
         for _ in range(repeat):
             matrix = Matrix(MatrixConfig(scenarios=scenarios, runner=cfg, depth=1, jobs=jobs, states=states))
+            own, theirs = cpu_seconds()
             started = time.perf_counter()
             matrix.run(on_result)
             figures.seconds += time.perf_counter() - started
+            own_after, theirs_after = cpu_seconds()
+            figures.harness_cpu_s += own_after - own
+            figures.agents_cpu_s += theirs_after - theirs
+            figures.cores = min(jobs, os.cpu_count() or 1)
             figures.rss_after_mb.append(round(peak_rss_mb(), 1))
             if matrix.states is not None:
                 figures.points += sum(matrix.states.tally.points.values())
                 figures.distinct += sum(matrix.states.tally.distinct.values())
                 figures.frozen += sum(matrix.states.tally.frozen.values())
                 figures.hosts += sum(matrix.states.tally.hosts.values())
+                figures.primed += sum(matrix.states.tally.primed.values())
 
 
 def _memory(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, timeout: float, agent: str,
@@ -226,8 +266,8 @@ def states_cost(states: ModeFigures, fork: ModeFigures) -> dict[str, object]:
     return {"cases_per_s": round(states.cases_per_s, 2), "ms_per_case": round(states.ms_per_case, 2),
             "vs_fork": round(states.cases_per_s / fork.cases_per_s, 2) if fork.cases_per_s else None,
             "points": states.points, "distinct_states": states.distinct,
-            "second_process_points": states.frozen, "hosts": states.hosts,
-            "same_verdicts": states.verdicts == fork.verdicts}
+            "second_process_points": states.frozen, "hosts": states.hosts, "primed": states.primed,
+            "same_verdicts": states.verdicts == fork.verdicts, "cpu": states.cpu()}
 
 
 def trace_cost(traced: ModeFigures, fresh: ModeFigures) -> dict[str, float | None]:
@@ -281,7 +321,8 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
         "cases": fork.cases,
         "fresh": None if fresh is None else {"cases_per_s": round(fresh.cases_per_s, 2),
                                              "ms_per_case": round(fresh.ms_per_case, 2)},
-        "fork": {"cases_per_s": round(fork.cases_per_s, 2), "ms_per_case": round(fork.ms_per_case, 2)},
+        "fork": {"cases_per_s": round(fork.cases_per_s, 2), "ms_per_case": round(fork.ms_per_case, 2),
+                 "cpu": fork.cpu()},
         "ratio": None if fresh is None or not fresh.cases_per_s
         else round(fork.cases_per_s / fresh.cases_per_s, 2),
         "floor_ms": round(floor_ms, 3),
@@ -329,8 +370,15 @@ def bench(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, repeat: int,
             click.echo(f"--states: {cost['vs_fork']}x fork's throughput; {cost['points']} crash points "
                        f"started from {cost['distinct_states']} distinct states, "
                        f"{cost['second_process_points']} second-process points from {cost['hosts']} "
-                       "hosts; verdicts "
+                       f"hosts; {cost['primed']} states recovered while their recording ran; verdicts "
                        f"{'identical to' if cost['same_verdicts'] else 'DIFFERENT from'} fork's")
+        for name, fig in (("fork", fork), ("fork --states", states)):
+            if fig is not None and fig.cases:
+                cpu = fig.cpu()
+                click.echo(f"CPU per case, {name}: harness {cpu['harness_ms_per_case']} ms, agents "
+                           f"{cpu['agents_ms_per_case']} ms ({cpu['cores_busy']} cores busy); the "
+                           f"agents alone allow at most {cpu['agents_bound_cases_per_s']} cases/s on "
+                           f"{fig.cores} core{'s' if fig.cores > 1 else ''}")
         click.echo(f"harness peak RSS: {data['peak_rss_mb']} MB "
                    f"(after each repeat: {fork.rss_after_mb})")
         if memory is not None:

@@ -33,6 +33,11 @@ class Capture:
     # The settle run changed nothing (no byte, no request): a recover from the final state is
     # that run again, whatever its role (freeze_chain.py reuses it).
     settle_unchanged: bool = False
+    # Set by the runner as the case runs: the incarnation being captured (its events so far) and
+    # the workspace before the case's first incarnation. With them a case can start from a
+    # snapshot while this run goes on (crash_states.py, primed recoveries).
+    live: IncarnationRecord | None = None
+    workspace_before: dict[str, str] | None = None
 
     def take(self, case_dir: Path, provider: CaseState, incarnation: int, event: int) -> None:
         self.snaps[event] = take(case_dir, provider, incarnation, event, self.snaps.get(event - 1))

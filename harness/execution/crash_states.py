@@ -30,14 +30,18 @@ matrix's caps, is not kept, and its crash points run as real kills (`Tally.unkep
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import threading
 from collections import Counter
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Capability
+from crashmatrix.harness.enumeration import steps_at
 from crashmatrix.harness.execution import states
 from crashmatrix.harness.execution.audit import Contents, workspace_of
 from crashmatrix.harness.execution.case_start import Start
@@ -49,11 +53,24 @@ from crashmatrix.harness.execution.snapshot_capture import BoundedCapture, Budge
 from crashmatrix.harness.execution.snapshot_limits import LIMITS, Limits, Refused
 from crashmatrix.harness.execution.states_tally import Tally
 from crashmatrix.harness.execution.trees import remove_tree
-from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
+from crashmatrix.harness.faults.interface import AtCrash, FaultKind, at_crash_of, injecting, observes_of
 from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Observation
 from crashmatrix.scenarios.model import Scenario
+
+# Offered a case whose recovery can start now, and the call that starts it (given whether the
+# case may be extended); the matrix decides whether it wants that case and runs the call.
+Offer = Callable[[Case, Callable[[bool], None]], None]
+
+
+@dataclass(frozen=True)
+class Priming:
+    """A recording's crash cases, started while it runs (`CrashStates.record`): the matrix's fault
+    kinds (those `primable` are offered) and where to offer each case."""
+
+    faults: Sequence[FaultKind]
+    offer: Offer
 
 
 @dataclass
@@ -84,15 +101,16 @@ class CrashStates:
     (`forget`): a later case may map to any state of it, so none goes earlier."""
 
     def __init__(self, runner: CaseRunner, root: Path, jobs: int = 1, limits: Limits = LIMITS,
-                 witness: bool = False) -> None:
+                 witness: bool = False, slots: threading.BoundedSemaphore | None = None) -> None:
         self.runner = runner
         self.limits = limits  # what one state, one recording's snapshots and all of them may hold
         self.budget = Budget(limits.matrix_bytes)
         self._charged: Counter[str] = Counter()  # per scenario: what its kept snapshots hold
         self.witness = witness  # --audit-states: keep the audit's own reading beside each snapshot
-        # Agents run by at most `jobs` cases at once; the matrix has more threads than that, so
-        # a case waiting for a shared recovery does not keep another from running.
-        self.running = threading.BoundedSemaphore(max(1, jobs))
+        # Agents run by at most `jobs` cases at once (the matrix's `slots`, when it gives them);
+        # the matrix has more threads than that, so a case waiting for a shared recovery does
+        # not keep another from running.
+        self.running = slots if slots is not None else threading.BoundedSemaphore(max(1, jobs))
         self.root = root / ".states"
         self._lock = threading.Lock()
         self._execs: dict[str, _Execution] = {}
@@ -103,6 +121,7 @@ class CrashStates:
         self._expected: dict[tuple[str, str, str], set[CrashStep]] = {}
         self._chains: dict[tuple[str, str, str], FreezeChain] = {}
         self._stored: dict[bytes, bool] = {}  # a tree's digest -> its store holds the task
+        self._unclaimed: set[str] = set()  # states a primed recovery owns that no case has had yet
         self.tally = Tally()
         self.settled = states.Settled()
 
@@ -112,17 +131,19 @@ class CrashStates:
 
     # -- the matrix's calls ----------------------------------------------------------------
     def record(self, case: Case, scenario: Scenario, may_extend: bool,
-               trace_finisher: bool = False) -> Observation:
+               trace_finisher: bool = False, priming: Priming | None = None) -> Observation:
         """Run a case that is not started from a state (a recording, or a real kill), keeping
         snapshots of its finishing incarnation when it will have children (`trace_finisher`:
-        traced for its system-call points too, `--syscalls`)."""
+        traced for its system-call points too, `--syscalls`). `priming`: a recording whose crash
+        cases at an event may start their recoveries as soon as its snapshot there is kept."""
         capture = None
         if may_extend and not case.blackbox:
             capture = self._capture(case.depth + 1)
+            if priming is not None and case.depth == 0:
+                capture.on_kept = self._offering(case, scenario, capture, priming)
         try:
-            with self.running:
-                obs = self.runner.run(case, scenario, capture=capture, settled=self.settled,
-                                      trace_finisher=trace_finisher)
+            obs = self.runner.run(case, scenario, capture=capture, settled=self.settled,
+                                  trace_finisher=trace_finisher, slot=self.running)
         except BaseException:
             self._charge(case, capture, kept=False)
             raise
@@ -199,18 +220,63 @@ class CrashStates:
     def run(self, case: Case, scenario: Scenario, may_extend: bool) -> tuple[Observation, bool]:
         """The case's observation from its parent's snapshot, and whether another case ran its
         recovery (shared)."""
-        d, step = case.depth, case.schedule[-1]
+        step = case.schedule[-1]
         with self._lock:
             parent = self._execs[_parent(case).case_id]
         if at_crash_of(self.runner.fault(step.fault)) is AtCrash.FREEZE:
             return self._frozen(case, scenario, parent, may_extend)
+        ran = self._from_state(case, scenario, parent, may_extend,
+                               self.runner.config.work_root / case_dir_name(case))
+        assert ran is not None  # only a primed recovery ends without an observation
+        return ran
+
+    @staticmethod
+    def primable(fault: FaultKind) -> bool:
+        """Whether a case whose last step is `fault` can have its recovery primed: one `run`
+        starts from its parent's snapshot (a plain KILL fault, as `usable` has it)."""
+        return at_crash_of(fault) is AtCrash.KILL and not observes_of(fault) and injecting(fault) is None
+
+    def _offering(self, recording: Case, scenario: Scenario, capture: BoundedCapture,
+                  priming: Priming) -> Callable[[int], None]:
+        """What the recording's capture calls at each event whose snapshot it kept (the agent
+        waits there): the cases at that event are offered, each with the call that primes its
+        recovery (`_prime`)."""
+        parent: _Execution | None = None
+        faults = [f for f in priming.faults if self.primable(f)]
+
+        def kept(n: int) -> None:
+            nonlocal parent
+            live = capture.live
+            if live is None or not live.events or live.events[-1].n != n:
+                return  # not the event the runner just read: nothing to name a case by
+            if parent is None:
+                # The recording as far as it has gone: its incarnation's events grow as it runs,
+                # and a case reads only those up to its own event; its snapshots are these.
+                parent = _Execution([live], capture.snaps, capture.workspace_before or {})
+            for step in steps_at(n, live.events[-1].point, faults):
+                case = Case(recording.scenario, (step,))
+                priming.offer(case, functools.partial(self._prime, case, scenario, parent))
+        return kept
+
+    def _prime(self, case: Case, scenario: Scenario, parent: _Execution, may_extend: bool) -> None:
+        """Run the shared recovery of `case`'s state while its recording still runs, in a
+        directory of its own (the case itself may be started meanwhile, in its own): the case,
+        and every case with its state, then splices it as from any other owner. Nothing when a
+        case already owns that state."""
+        self._from_state(case, scenario, parent, may_extend,
+                         self.runner.config.work_root / primed_dir_name(case), primed=True)
+
+    def _from_state(self, case: Case, scenario: Scenario, parent: _Execution, may_extend: bool,
+                    case_dir: Path, primed: bool = False) -> tuple[Observation, bool] | None:
+        """`run` of a KILL case in `case_dir`; `primed`: only the shared recovery (when nobody
+        owns its state yet), no observation."""
+        d, step = case.depth, case.schedule[-1]
         snap = parent.snaps[step.n]
         killed = parent.incarnations[d - 1]
         prefix = [*parent.incarnations[:d - 1], dataclasses.replace(
             killed, events=killed.events[:step.n], crashed_at=step.n, exit_code=None, settle=False,
             # Its output is not known: the parent's incarnation printed on past the kill.
             timed_out=False, runaway=None, duration_ms=0.0, output=None)]
-        case_dir = self.runner.config.work_root / case_dir_name(case)
         remove_tree(case_dir)
         restored: CaseState | None = None
         # Once accepted, always (as a real run has it): an incarnation of the prefix recovered.
@@ -247,13 +313,22 @@ class CrashStates:
             # keeps its run for children of its own.
             group = states.tree_key(tree, dir_name, provider, *context) if may_extend else key
         with self._lock:
-            self.tally.points[scenario.name] += 1
             future = self._shared.get(key)
             owner = future is None
+            if primed:
+                if not owner:
+                    remove_tree(case_dir)
+                    return None  # a case, or an earlier event's priming, has this state
+                self._unclaimed.add(key)  # counted as a distinct state once a case has it
+            else:
+                self.tally.points[scenario.name] += 1
+                if owner or key in self._unclaimed:
+                    self.tally.primed[scenario.name] += key in self._unclaimed
+                    self._unclaimed.discard(key)
+                    self.tally.distinct[scenario.name] += 1
             if future is None:
                 future = self._shared[key] = Future()
-                self._keys[case.case_id] = (scenario.name, key)
-                self.tally.distinct[scenario.name] += 1
+                self._keys[f"primed:{case.case_id}" if primed else case.case_id] = (scenario.name, key)
         if not owner:
             remove_tree(case_dir)  # a torn case's restored copy
             tail = future.result()
@@ -267,11 +342,10 @@ class CrashStates:
         capture = self._capture(d + 1) if may_extend else None
         try:
             provider = restored if restored is not None else states.restore(snap, case_dir)
-            with self.running:
-                obs = self.runner.run(case, scenario, start=Start(case_dir, provider, prefix,
-                                                                  parent.workspace_before, accepted,
-                                                                  tuple(delivered)),
-                                      capture=capture, settled=self.settled)
+            obs = self.runner.run(case, scenario, start=Start(case_dir, provider, prefix,
+                                                              parent.workspace_before, accepted,
+                                                              tuple(delivered)),
+                                  capture=capture, settled=self.settled, slot=self.running)
         except BaseException as exc:
             with self._lock:
                 self._shared.pop(key, None)  # not kept: a later case with this key runs it again
@@ -286,18 +360,20 @@ class CrashStates:
         refused = capture.refused if capture is not None else {}
         witnessed = capture.witnessed if capture is not None else {}
         unchanged = capture is not None and capture.settle_unchanged
-        if capture is not None and not obs.intrusions and kept:
+        # A primed run's own prefix came from a recording still running: the case keeps its own
+        # (spliced from this tail, as any case that finds its state owned).
+        if capture is not None and not obs.intrusions and kept and not primed:
             self._keep(case, _Execution(obs.incarnations, snaps, parent.workspace_before, obs, refused,
                                         witnessed, origin=(snap, step.fault), settle_unchanged=unchanged,
                                         group=group))
         if not kept:
             with self._lock:
-                self.tally.unshared[scenario.name] += 1
+                self.tally.unshared[scenario.name] += not primed
                 if self._shared.get(key) is future:
                     del self._shared[key]
         future.set_result(SharedTail(obs, d, snaps, (snap, step.fault), unchanged,
                                 len(snap.provider.records), case_dir.name, refused, witnessed))
-        return obs, False
+        return None if primed else (obs, False)
 
     def _frozen(self, case: Case, scenario: Scenario, parent: _Execution,
                 may_extend: bool) -> tuple[Observation, bool]:
@@ -343,10 +419,10 @@ class CrashStates:
                 accepted = any(i.command == "recover" for i in prefix) or self.runner.accepted(spec, prefix)
                 earlier = tuple(x for x in parent.obs.deliveries if x.incarnation < d) if parent.obs else ()
                 start = Start(case_dir, provider, prefix, parent.workspace_before, accepted, earlier)
-            with self.running:
-                with self._lock:
-                    self.tally.hosts[case.scenario] += 1
-                obs = self.runner.run(host, scenario, start=start, settled=self.settled, chain=chain)
+            with self._lock:
+                self.tally.hosts[case.scenario] += 1
+            obs = self.runner.run(host, scenario, start=start, settled=self.settled, chain=chain,
+                                  slot=self.running)
         finally:
             chain.finish(obs if obs is not None and chain.perturbed is not None else None)
 
@@ -429,6 +505,13 @@ class CrashStates:
 
 def _parent(case: Case) -> Case:
     return Case(case.scenario, case.schedule[:-1])
+
+
+def primed_dir_name(case: Case) -> str:
+    """The directory a primed recovery of `case` runs in: named as case directories are (same
+    length: `states.restore` rewrites names byte for byte), and never the case's own."""
+    digest = hashlib.sha1(f"primed\0{case.case_id}".encode()).hexdigest()[:12]
+    return f"{case.scenario}-{digest}"
 
 
 def _with_intrusion(parent: Observation, case: Case, outcome: Outcome) -> Observation:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from queue import Empty, SimpleQueue
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from crashmatrix.harness.enumeration import (
     blackbox_cases,
@@ -40,13 +40,19 @@ from crashmatrix.harness.records.case import Case
 from crashmatrix.harness.records.observation import Observation
 from crashmatrix.harness.records.results import CaseResult, Verdict
 from crashmatrix.harness.records.violation import InvariantId
+from crashmatrix.scenarios.arrivals import parse as arrival_of
 from crashmatrix.scenarios.model import Scenario
 
 if TYPE_CHECKING:
-    from crashmatrix.harness.execution.crash_states import CrashStates
+    from crashmatrix.harness.execution.crash_states import CrashStates, Priming
+
+_T = TypeVar("_T")
 
 OnResult = Callable[[CaseResult, int], None]  # a finished case, and the cases known so far
-STATES_THREADS_PER_JOB = 4  # --states: cases waiting for a shared recovery hold a thread, not a job
+# Threads per job: a case judging its observation, or (--states) waiting for a shared recovery,
+# holds a thread, not a job (`Matrix.slots`).
+THREADS_PER_JOB = 2
+STATES_THREADS_PER_JOB = 4
 
 
 @dataclass
@@ -70,6 +76,9 @@ class Matrix:
         self.config = config
         self.stop = threading.Event()
         self.runner = CaseRunner(config.runner, self.stop)
+        # At most `jobs` cases run agents at once; a case holds its slot only while they run
+        # (runner.py), so reading a finished case's store and judging it overlap the next agents.
+        self.slots = threading.BoundedSemaphore(max(1, config.jobs))
         self.by_name = {s.name: s for s in config.scenarios}
         # The fault kinds selected (or the default set) this agent supports, found once: every
         # crash point gets each of them that is enumerated there.
@@ -86,10 +95,12 @@ class Matrix:
 
             if CrashStates.supported(adapter.capabilities):
                 self.states = CrashStates(self.runner, config.runner.work_root, config.jobs,
-                                          witness=config.audit_states > 0)
+                                          witness=config.audit_states > 0, slots=self.slots)
         # Scenarios whose crash-free run did not do its job (`_undone`): their crash cases are
         # not run, since every one would repeat that failure and hide what a crash adds.
         self.baseline_failed: list[CaseResult] = []
+        # While `run` runs with --states: where a recording offers the cases it has passed.
+        self._offers: SimpleQueue[Any] | None = None
 
     def depth_of(self, scenario: str) -> int:
         """The run's --depth, capped by the scenario's `[matrix] max_depth`."""
@@ -97,10 +108,10 @@ class Matrix:
         return self.config.depth if cap is None else min(self.config.depth, cap)
 
     def _workers(self) -> int:
-        """Threads for cases. With --states a case may wait for another's shared recovery, so
-        there are more threads than jobs, and CrashStates lets only `jobs` of them run agents."""
+        """Threads for cases: more than jobs, since a case holds a job only while its agents run
+        (`slots`); with --states a case may also wait for another's shared recovery."""
         jobs = max(1, self.config.jobs)
-        return jobs * STATES_THREADS_PER_JOB if self.states is not None else jobs
+        return jobs * (STATES_THREADS_PER_JOB if self.states is not None else THREADS_PER_JOB)
 
     def may_extend(self, case: Case) -> bool:
         """Whether finishing `case` can enumerate further cases (as `run` does below)."""
@@ -130,12 +141,13 @@ class Matrix:
         # A crashed settle is run whole: a crash state's capture follows the finishing incarnation.
         if self.states is None or scenario.services or case.crashes_settle:
             # A downstream service's state is not in the case tree: no crash state can hold it.
-            obs = self.runner.run(case, scenario, trace_finisher=traced)
+            obs = self.runner.run(case, scenario, trace_finisher=traced, slot=self.slots)
         elif not traced and not at_call and self.states.usable(case, scenario):
             obs, _shared = self.states.run(case, scenario, self.may_extend(case))
             from_state = True
         else:
-            obs = self.states.record(case, scenario, self.may_extend(case), trace_finisher=traced)
+            obs = self.states.record(case, scenario, self.may_extend(case), trace_finisher=traced,
+                                     priming=self._priming(case, scenario))
         result = self._evaluate(obs, scenario, started)
         if from_state and self.states is not None and audited(case, self.config.audit_states):
             with self.states.running:
@@ -143,6 +155,22 @@ class Matrix:
                 real = self._evaluate(real_obs, scenario, time.monotonic())
             result = compared(result, real, ours, theirs)
         return result
+
+    def _priming(self, case: Case, scenario: Scenario) -> Priming | None:
+        """For a recording whose crash cases at an event are exactly those `steps_at` names there
+        (no shard to place them, no arrival, delivery or system-call point among them), and that
+        start from its snapshots: offer them while it runs, so their recoveries need not wait
+        for its end (`_offered`). The cases themselves still come from its finished trace."""
+        from crashmatrix.harness.execution.crash_states import Priming  # noqa: PLC0415 - as CrashStates
+
+        cfg = self.config
+        if (self._offers is None or case.depth != 0 or case.blackbox or cfg.runner.blackbox
+                or cfg.runner.keep  # each kept directory is a case's own
+                or cfg.shard is not None or cfg.runner.syscalls or scenario.services
+                or scenario.inputs or scenario.cancels or arrival_of(scenario.name) is not None):
+            return None
+        offers = self._offers
+        return Priming(self.faults, lambda child, start: offers.put(_Offered(child, start)))
 
     def _evaluate(self, obs: Observation, scenario: Scenario, started: float) -> CaseResult:
         return evaluate(obs, scenario, fsync=self.config.runner.fsync,
@@ -170,8 +198,11 @@ class Matrix:
 
             # Each case's future reports itself here when done: waiting on the queue costs the
             # same however many cases are pending (`wait` on all of them, each time one finishes,
-            # made the harness's own work grow with the square of a deep matrix's size).
-            finishing: SimpleQueue[Future[CaseResult]] = SimpleQueue()
+            # made the harness's own work grow with the square of a deep matrix's size). A
+            # recording running with --states offers here the cases it has passed (`_priming`).
+            finishing: SimpleQueue[Future[Any] | _Offered] = SimpleQueue()
+            self._offers = finishing if self.states is not None else None
+            primed: dict[Future[Any], str] = {}  # primed recoveries running, and their scenario
 
             def submit(case: Case) -> None:
                 nonlocal known, extending
@@ -184,13 +215,51 @@ class Matrix:
 
             for scenario in cfg.scenarios:
                 submit(Case(scenario.name))
+            # Offers not yet primed, per recording: only the job slots the recordings leave idle
+            # run primed recoveries, so a case enumerated later (a second-process host, the
+            # longest run of a matrix) is never queued behind them; what is left when the
+            # recording ends runs as the cases themselves do.
+            offered: dict[str, deque[_Offered]] = {}
+            recording = {s.name for s in cfg.scenarios}  # scenarios whose recording has not ended
+
+            def prime() -> None:
+                idle = max(1, cfg.jobs) - len(recording) - len(primed)
+                for scenario_name, queue in offered.items():
+                    while queue and idle > 0:
+                        offer = queue.popleft()
+                        # Counted among its scenario's cases left: its states stay until it has ended.
+                        left[scenario_name] += 1
+                        future = pool.submit(offer.start, self.may_extend(offer.case))
+                        primed[future] = scenario_name
+                        future.add_done_callback(finishing.put)
+                        idle -= 1
+
             try:
-                while pending:
+                while pending or primed:
                     done = _finished(finishing, timeout=0.2)
                     if interrupted.is_set():
                         raise Interrupted(interrupted.signum)
-                    for future in done:
+                    for item in done:
+                        if isinstance(item, _Offered):
+                            if not self.stop.is_set() and (cfg.only is None or item.case.case_id in cfg.only):
+                                offered.setdefault(item.case.scenario, deque()).append(item)
+                            prime()
+                            continue
+                        if item in primed:
+                            # Its outcome is its cases' (they wait on it); a failure is theirs to
+                            # meet again: a primed state that did not run is not shared.
+                            scenario_name = primed.pop(item)
+                            left[scenario_name] -= 1
+                            if self.states is not None and left[scenario_name] == 0:
+                                self.states.forget(scenario_name)
+                            prime()
+                            continue
+                        future = cast("Future[CaseResult]", item)
                         case = pending.pop(future)
+                        if case.depth == 0:  # its offers left are its cases' now; a slot may be idle
+                            recording.discard(case.scenario)
+                            offered.pop(case.scenario, None)
+                            prime()
                         extending -= self._may_grow(case)
                         try:
                             result = future.result()
@@ -241,11 +310,13 @@ class Matrix:
                         self.enumerated = extending == 0
                         on_result(result, known)
             except KeyboardInterrupt:
-                self._abort(pending)
+                self._abort([*pending, *primed])
                 raise
+            finally:
+                self._offers = None
         return finished
 
-    def _abort(self, pending: dict[Future[CaseResult], Case]) -> None:
+    def _abort(self, pending: list[Future[Any]]) -> None:
         """Stop every case and kill every agent, a hung one (and its tool) included.
 
         Killing is repeated until each case has returned: one that started an incarnation just
@@ -262,7 +333,15 @@ class Matrix:
                 return
 
 
-def _finished(finishing: SimpleQueue[Future[CaseResult]], timeout: float) -> list[Future[CaseResult]]:
+@dataclass(frozen=True)
+class _Offered:
+    """A crash case a running recording has passed, and the call that primes its recovery."""
+
+    case: Case
+    start: Callable[[bool], None]
+
+
+def _finished(finishing: SimpleQueue[_T], timeout: float) -> list[_T]:
     """The futures done since the last call, waiting up to `timeout` for the first (none: [])."""
     try:
         done = [finishing.get(timeout=timeout)]

@@ -8,6 +8,7 @@ step (`fNN`, `--syscalls`) crashes that settle instead, and one more settles (`C
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -16,6 +17,7 @@ import shlex
 import sys
 import threading
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -165,13 +167,15 @@ class CaseRunner:
 
     def run(self, case: Case, scenario: Scenario, start: Start | None = None,
             capture: Capture | None = None, settled: Settled | None = None,
-            chain: FreezeChain | None = None, trace_finisher: bool = False) -> Observation:
+            chain: FreezeChain | None = None, trace_finisher: bool = False,
+            slot: AbstractContextManager[object] | None = None) -> Observation:
         """Run the case: from scratch, or (`start`) from a crash state, its earlier incarnations
         given; `capture`: snapshot the tree at every event of one incarnation; `settled`: settle
         runs already made from a byte-identical final state, reused; `chain`: the case is a host,
         frozen at each of the chain's points in turn (`--states`, freeze_chain.py); `trace_finisher`:
         trace the incarnation that finishes the work for its store calls (`--syscalls`: the
-        system-call points a deeper case may crash at)."""
+        system-call points a deeper case may crash at); `slot`: held while its agents run (the
+        matrix's jobs)."""
         cfg = self.config
         self._check_supported(case, scenario)
         began = time.monotonic()
@@ -188,13 +192,14 @@ class CaseRunner:
             before = snapshot(workspace)
         else:
             before = start.workspace_before
+        if capture is not None:
+            capture.workspace_before = before
         # The case's URL path on the fakes: its directory's name (readable in logs) and a secret.
         # The name alone is predictable (a hash of the case id): any local process that found the
         # port could answer, or mislead, another case's agent; with 64 random bits it cannot.
         case_key = f"{case_dir.name}-{secrets.token_hex(8)}"
         services = case_services.register(cfg.downstream, case_key, scenario)
         url = cfg.provider.register(case_key, scenario, None if start is None else start.provider)
-        deadline = time.monotonic() + cfg.case_timeout_s
         incarnations: list[IncarnationRecord] = [] if start is None else list(start.prefix)
         deliveries: list[Delivery] = [] if start is None else list(start.deliveries)
         intrusions: list[Intrusion] = []
@@ -202,6 +207,12 @@ class CaseRunner:
         accepted = False if start is None else start.accepted
         probes = not (cfg.blackbox or case.blackbox)
         base = dataclasses.replace(self.spec_for(case_dir, scenario), provider_url=url, services=services)
+        # A job slot for its agents' run (the case's deadline counts from it); what comes after
+        # (reading the store and the workspace, judging) overlaps another case's agents.
+        held = contextlib.ExitStack()
+        if slot is not None:
+            held.enter_context(slot)
+        deadline = time.monotonic() + cfg.case_timeout_s
         try:
             index = len(incarnations) + 1
             while True:
@@ -235,6 +246,8 @@ class CaseRunner:
                 record_calls = ((not probes and case.depth == 0 and index == 1)
                                 or (trace_finisher and probes and index in (case.depth + 1, case.depth + 2)))
                 snap = capture if capture is not None and capture.incarnation == index else None
+                if snap is not None:
+                    snap.live = record
                 final_key = None
                 settle_args: list[str] = []
                 # A settle traced for its points runs whatever an equal final state settled
@@ -277,6 +290,7 @@ class CaseRunner:
         finally:
             # What its agents left running (a daemon) ends with the case, not with the command.
             end_orphans(os.fspath(case_dir))
+            held.close()
             raw_requests = cfg.provider.requests(case_key)
             cfg.provider.forget(case_key)
             downstream = case_services.collect(cfg.downstream, case_key, services, incarnations)

@@ -15,6 +15,7 @@ had no state, and a recovery is not kept for others (they run their own).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,6 +77,9 @@ class BoundedCapture(Capture):
     witnessed: dict[int, dict[str, str]] = field(default_factory=dict)
     held: int = 0  # bytes its snapshots hold between them
     read: int = 0  # bytes read to take them
+    # Told each event whose snapshot was kept, while the agent still waits there (the run's
+    # thread): a case can start from it before the run ends (crash_states.py, primed recoveries).
+    on_kept: Callable[[int], None] | None = field(default=None, repr=False)
     _last: Snapshot | None = field(default=None, repr=False)
     _stopped: Why | None = field(default=None, repr=False)
 
@@ -106,6 +110,8 @@ class BoundedCapture(Capture):
         self.snaps[event] = self._last = snap
         if self.witness:
             self.witnessed[event] = contents(case_dir)
+        if self.on_kept is not None:
+            self.on_kept(event)
         if self.read >= self.limits.read_bytes:  # this one was read already: kept, and the last
             self._stopped = (Refusal.READ, f"its recording read {sized(self.read)} to take its "
                                            f"snapshots, the {sized(self.limits.read_bytes)} cap")

@@ -1,5 +1,6 @@
 """What `--states` did, per scenario: crash points started from states, the distinct states they
-mapped to, hosts for FREEZE points, and the crash points that ran as real kills, and why."""
+mapped to (and how many of those were primed), hosts for FREEZE points, and the crash points
+that ran as real kills, and why."""
 
 from __future__ import annotations
 
@@ -18,6 +19,8 @@ class Tally:
     distinct: Counter[str] = field(default_factory=Counter)
     frozen: Counter[str] = field(default_factory=Counter)
     hosts: Counter[str] = field(default_factory=Counter)
+    # Of the distinct states, those whose recovery was primed: started while the recording ran.
+    primed: Counter[str] = field(default_factory=Counter)
     # Crash points run as real kills because their state was not kept, by scenario and why, and
     # the first such state's detail (what was over which bound).
     unkept: Counter[tuple[str, Refusal]] = field(default_factory=Counter)

@@ -40,7 +40,7 @@ def matrix_run(names: tuple[str, ...], dirs: tuple[str, ...], states: bool,
                                      states=states, scenario_dirs=list(dirs)))
         if limits is not None:
             assert matrix.states is not None
-            matrix.states = CrashStates(matrix.runner, cfg.work_root, 2, limits)
+            matrix.states = CrashStates(matrix.runner, cfg.work_root, 2, limits, slots=matrix.slots)
 
         def keep(result: CaseResult, known: int) -> None:
             rows[result.case] = {k: getattr(result, k) for k in KEYS}
