@@ -193,6 +193,36 @@ def test_bench_measures_both_modes_side_by_side_and_its_figures_agree(tmp_path: 
     assert len(data["rss_after_each_repeat_mb"]) == 2
     assert 0 < data["peak_rss_mb"] < 1000
     assert data["failed"] == 0
+    # Where the CPU went, per case, and what follows from it.
+    cpu = fork["cpu"]
+    assert cpu["harness_ms_per_case"] > 0
+    assert cpu["agents_ms_per_case"] > 0
+    busy = (cpu["harness_ms_per_case"] + cpu["agents_ms_per_case"]) * fork["cases_per_s"] / 1000
+    assert cpu["cores_busy"] == pytest.approx(busy, rel=0.05)
+    cores = min(2, os.cpu_count() or 1)  # bench's default --jobs 2
+    assert cpu["agents_bound_cases_per_s"] == pytest.approx(1000 * cores / cpu["agents_ms_per_case"],
+                                                            rel=0.02)
+
+
+def test_the_bench_counts_the_cpu_of_agents_a_child_of_the_harness_reaped(tmp_path: Path) -> None:
+    """A zygote's agents are its children: their CPU is in the zygote's reaped-children times,
+    not in the harness's. One that burns half a second of CPU is charged to the agents."""
+    from crashmatrix.harness.cli.bench import cpu_seconds  # noqa: PLC0415 - the bench's own reading
+
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\n"
+    zygote = ("import os, sys\npid = os.fork()\nif pid == 0:\n    exec(sys.argv[1])\n    os._exit(0)\n"
+              "os.waitpid(pid, 0)\nprint('reaped', flush=True)\nsys.stdin.read()\n")
+    own, theirs = cpu_seconds()
+    proc = subprocess.Popen([sys.executable, "-c", zygote, burn], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "reaped\n"
+        own_after, theirs_after = cpu_seconds()  # the zygote still alive, its agent reaped
+    finally:
+        proc.communicate("", timeout=30)
+    assert theirs_after - theirs >= 0.45
+    assert own_after - own < 0.2
 
 
 def test_a_scenario_max_depth_caps_deeper_schedules_and_says_so(tmp_path: Path) -> None:
