@@ -172,6 +172,11 @@ class Matrix:
         offers = self._offers
         return Priming(self.faults, lambda child, start: offers.put(_Offered(child, start)))
 
+    def primes(self, case: Case) -> bool:
+        """Whether a crash case a running recording offers is one to prime: one this run will run
+        (`--case` names it, or names none)."""
+        return self.config.only is None or case.case_id in self.config.only
+
     def _evaluate(self, obs: Observation, scenario: Scenario, started: float) -> CaseResult:
         return evaluate(obs, scenario, fsync=self.config.runner.fsync,
                         agent=self.config.runner.agent,
@@ -241,7 +246,7 @@ class Matrix:
                         raise Interrupted(interrupted.signum)
                     for item in done:
                         if isinstance(item, _Offered):
-                            if not self.stop.is_set() and (cfg.only is None or item.case.case_id in cfg.only):
+                            if not self.stop.is_set() and self.primes(item.case):
                                 offered.setdefault(item.case.scenario, deque()).append(item)
                             prime()
                             continue
