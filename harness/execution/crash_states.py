@@ -102,6 +102,8 @@ class CrashStates:
 
     def __init__(self, runner: CaseRunner, root: Path, jobs: int = 1, limits: Limits = LIMITS,
                  witness: bool = False, slots: threading.BoundedSemaphore | None = None) -> None:
+        """`slots`: the matrix's jobs, which its other cases hold too (`Matrix.slots`); without
+        them (the pytest plugin runs one case at a time), `jobs` slots of its own."""
         self.runner = runner
         self.limits = limits  # what one state, one recording's snapshots and all of them may hold
         self.budget = Budget(limits.matrix_bytes)
@@ -121,7 +123,9 @@ class CrashStates:
         self._expected: dict[tuple[str, str, str], set[CrashStep]] = {}
         self._chains: dict[tuple[str, str, str], FreezeChain] = {}
         self._stored: dict[bytes, bool] = {}  # a tree's digest -> its store holds the task
-        self._unclaimed: set[str] = set()  # states a primed recovery owns that no case has had yet
+        # States a primed recovery owns that no case has had yet, and their scenario: a case that
+        # has one counts it as distinct (and primed) then; gone when the priming's future is.
+        self._unclaimed: dict[str, str] = {}
         self.tally = Tally()
         self.settled = states.Settled()
 
@@ -139,7 +143,7 @@ class CrashStates:
         capture = None
         if may_extend and not case.blackbox:
             capture = self._capture(case.depth + 1)
-            if priming is not None and case.depth == 0:
+            if priming is not None:
                 capture.on_kept = self._offering(case, scenario, capture, priming)
         try:
             obs = self.runner.run(case, scenario, capture=capture, settled=self.settled,
@@ -214,6 +218,8 @@ class CrashStates:
             for group in [g for g in self._expected if g[0] == scenario]:
                 del self._expected[group]
                 self._chains.pop(group, None)
+            for key in [k for k, s in self._unclaimed.items() if s == scenario]:
+                del self._unclaimed[key]
             self.budget.release(self._charged.pop(scenario, 0))
         remove_tree(self.root / scenario)
 
@@ -246,13 +252,21 @@ class CrashStates:
 
         def kept(n: int) -> None:
             nonlocal parent
-            live = capture.live
-            if live is None or not live.events or live.events[-1].n != n:
-                return  # not the event the runner just read: nothing to name a case by
+            # The runner sets both before the incarnation's first event, and takes a snapshot
+            # right after reading an event: the last event is the one kept.
+            live, before = capture.live, capture.workspace_before
+            assert live is not None
+            assert before is not None
+            assert live.events[-1].n == n
+            # What a primed run keeps is charged to the matrix's budget while the recordings
+            # still take snapshots from it: none near its end, where it would decide which
+            # snapshots are refused (the cases then run their recoveries themselves).
+            if self.budget.cap - self.budget.held < self.limits.held_bytes:
+                return
             if parent is None:
                 # The recording as far as it has gone: its incarnation's events grow as it runs,
                 # and a case reads only those up to its own event; its snapshots are these.
-                parent = _Execution([live], capture.snaps, capture.workspace_before or {})
+                parent = _Execution([live], capture.snaps, before)
             for step in steps_at(n, live.events[-1].point, faults):
                 case = Case(recording.scenario, (step,))
                 priming.offer(case, functools.partial(self._prime, case, scenario, parent))
@@ -315,22 +329,20 @@ class CrashStates:
         with self._lock:
             future = self._shared.get(key)
             owner = future is None
-            if primed:
-                if not owner:
-                    remove_tree(case_dir)
-                    return None  # a case, or an earlier event's priming, has this state
-                self._unclaimed.add(key)  # counted as a distinct state once a case has it
-            else:
+            if primed and owner:
+                self._unclaimed[key] = scenario.name
+            elif not primed:
                 self.tally.points[scenario.name] += 1
-                if owner or key in self._unclaimed:
-                    self.tally.primed[scenario.name] += key in self._unclaimed
-                    self._unclaimed.discard(key)
-                    self.tally.distinct[scenario.name] += 1
+                claimed = self._unclaimed.pop(key, None) is not None
+                self.tally.primed[scenario.name] += claimed
+                self.tally.distinct[scenario.name] += owner or claimed
             if future is None:
                 future = self._shared[key] = Future()
                 self._keys[f"primed:{case.case_id}" if primed else case.case_id] = (scenario.name, key)
         if not owner:
             remove_tree(case_dir)  # a torn case's restored copy
+            if primed:
+                return None  # a case, or an earlier event's priming, has this state
             tail = future.result()
             obs, snaps = spliced(tail, case, prefix, parent.workspace_before, delivered, snap)
             if may_extend and (snaps or tail.refused) and self._afford(case, observation_bytes(obs, True)):
@@ -349,6 +361,7 @@ class CrashStates:
         except BaseException as exc:
             with self._lock:
                 self._shared.pop(key, None)  # not kept: a later case with this key runs it again
+                self._unclaimed.pop(key, None)
             self._charge(case, capture, kept=False)
             future.set_exception(exc)
             raise
@@ -371,6 +384,7 @@ class CrashStates:
                 self.tally.unshared[scenario.name] += not primed
                 if self._shared.get(key) is future:
                     del self._shared[key]
+                    self._unclaimed.pop(key, None)
         future.set_result(SharedTail(obs, d, snaps, (snap, step.fault), unchanged,
                                 len(snap.provider.records), case_dir.name, refused, witnessed))
         return None if primed else (obs, False)
@@ -448,7 +462,7 @@ class CrashStates:
                 restored = contents(case_dir)
             finally:
                 remove_tree(case_dir)
-        real = self.runner.run(case, scenario)
+        real = self.runner.run(case, scenario, slot=self.running)
         return (real, Contents(restored, workspace_of(from_state)),
                 Contents(left if restored is not None else None, workspace_of(real)))
 

@@ -150,9 +150,8 @@ class Matrix:
                                      priming=self._priming(case, scenario))
         result = self._evaluate(obs, scenario, started)
         if from_state and self.states is not None and audited(case, self.config.audit_states):
-            with self.states.running:
-                real_obs, ours, theirs = self.states.real_kill(case, scenario, obs)
-                real = self._evaluate(real_obs, scenario, time.monotonic())
+            real_obs, ours, theirs = self.states.real_kill(case, scenario, obs)
+            real = self._evaluate(real_obs, scenario, time.monotonic())
             result = compared(result, real, ours, theirs)
         return result
 
@@ -160,14 +159,16 @@ class Matrix:
         """For a recording whose crash cases at an event are exactly those `steps_at` names there
         (no shard to place them, no arrival, delivery or system-call point among them), and that
         start from its snapshots: offer them while it runs, so their recoveries need not wait
-        for its end (`_offered`). The cases themselves still come from its finished trace."""
-        from crashmatrix.harness.execution.crash_states import Priming  # noqa: PLC0415 - as CrashStates
+        for its end (`_Offered`, primed in `run`). The cases themselves still come from its
+        finished trace. Not with one job: the recording holds it, so none is ever idle."""
+        from crashmatrix.harness.execution.crash_states import CrashStates, Priming  # noqa: PLC0415
 
         cfg = self.config
-        if (self._offers is None or case.depth != 0 or case.blackbox or cfg.runner.blackbox
-                or cfg.runner.keep  # each kept directory is a case's own
-                or cfg.shard is not None or cfg.runner.syscalls or scenario.services
-                or scenario.inputs or scenario.cancels or arrival_of(scenario.name) is not None):
+        if (self._offers is None or case.depth != 0 or cfg.jobs <= 1 or case.blackbox
+                or cfg.runner.blackbox or cfg.runner.keep  # each kept directory is a case's own
+                or cfg.shard is not None or cfg.runner.syscalls or scenario.inputs or scenario.cancels
+                or arrival_of(scenario.name) is not None
+                or not any(CrashStates.primable(f) for f in self.faults)):
             return None
         offers = self._offers
         return Priming(self.faults, lambda child, start: offers.put(_Offered(child, start)))
@@ -220,15 +221,16 @@ class Matrix:
 
             for scenario in cfg.scenarios:
                 submit(Case(scenario.name))
-            # Offers not yet primed, per recording: only the job slots the recordings leave idle
-            # run primed recoveries, so a case enumerated later (a second-process host, the
-            # longest run of a matrix) is never queued behind them; what is left when the
-            # recording ends runs as the cases themselves do.
+            # Offers not yet primed, per recording. Only jobs that no case holds or waits for run
+            # primed recoveries, so a case is never queued behind a priming not yet begun (a
+            # second-process host, the longest run of a matrix, is enumerated last); what is
+            # left when the recording ends is dropped: its cases run it as usual.
             offered: dict[str, deque[_Offered]] = {}
-            recording = {s.name for s in cfg.scenarios}  # scenarios whose recording has not ended
 
             def prime() -> None:
-                idle = max(1, cfg.jobs) - len(recording) - len(primed)
+                # Jobs no case holds or waits for: while the recordings run, the cases pending
+                # are the recordings (or, with several scenarios, more than there are jobs).
+                idle = max(1, cfg.jobs) - len(pending) - len(primed)
                 for scenario_name, queue in offered.items():
                     while queue and idle > 0:
                         offer = queue.popleft()
@@ -251,8 +253,12 @@ class Matrix:
                             prime()
                             continue
                         if item in primed:
-                            # Its outcome is its cases' (they wait on it); a failure is theirs to
-                            # meet again: a primed state that did not run is not shared.
+                            # Its outcome is its cases' (they wait on it or splice it). A stop
+                            # is the matrix's; any other failure is the harness's, said as a
+                            # case's would be (a case that met it runs its own recovery).
+                            failure = item.exception()
+                            if failure is not None and not isinstance(failure, CaseAborted):
+                                raise failure
                             scenario_name = primed.pop(item)
                             left[scenario_name] -= 1
                             if self.states is not None and left[scenario_name] == 0:
@@ -261,10 +267,8 @@ class Matrix:
                             continue
                         future = cast("Future[CaseResult]", item)
                         case = pending.pop(future)
-                        if case.depth == 0:  # its offers left are its cases' now; a slot may be idle
-                            recording.discard(case.scenario)
+                        if case.depth == 0:  # its offers left are its cases' own now
                             offered.pop(case.scenario, None)
-                            prime()
                         extending -= self._may_grow(case)
                         try:
                             result = future.result()

@@ -287,18 +287,25 @@ class CaseRunner:
                 index += 1
         except OSError as exc:
             harness_error = f"{exc.__class__.__name__}: {exc}"
+        except BaseException:
+            held.close()  # the case ends here (a stop, a harness error): its job is free
+            raise
         finally:
-            # What its agents left running (a daemon) ends with the case, not with the command.
-            end_orphans(os.fspath(case_dir))
-            held.close()
-            raw_requests = cfg.provider.requests(case_key)
-            cfg.provider.forget(case_key)
-            downstream = case_services.collect(cfg.downstream, case_key, services, incarnations)
-        if self.stop.is_set():
-            remove_tree(case_dir)
-            raise CaseAborted(case.case_id)
-        has_store = Capability.STORE in cfg.adapter.capabilities
-        transcript = cfg.adapter.read_transcript(spec) if has_store else Transcript()
+            try:
+                # What its agents left running (a daemon) ends with the case, not the command.
+                end_orphans(os.fspath(case_dir))
+                raw_requests = cfg.provider.requests(case_key)
+                cfg.provider.forget(case_key)
+                downstream = case_services.collect(cfg.downstream, case_key, services, incarnations)
+            except BaseException:
+                held.close()
+                raise
+        with held:  # an adapter may read its store with the agent's own program: still a job
+            if self.stop.is_set():
+                remove_tree(case_dir)
+                raise CaseAborted(case.case_id)
+            has_store = Capability.STORE in cfg.adapter.capabilities
+            transcript = cfg.adapter.read_transcript(spec) if has_store else Transcript()
         after = snapshot(workspace)
         scratch_low = self._scratch_low(case, case_dir, began)
         if not cfg.keep:

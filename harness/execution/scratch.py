@@ -29,7 +29,9 @@ from crashmatrix.harness.execution.trees import remove_tree
 from crashmatrix.harness.records.evidence import SCRATCH_TREE_NAME
 
 RAM_CANDIDATES = (Path("/dev/shm"),)
-MIN_FREE_BYTES = 256 << 20  # a matrix holds at most --jobs cases at once; keep a wide margin
+# A matrix runs at most --jobs cases' agents at once, and holds a few times more case trees (a
+# case's tree is made before it gets its job and read after it lets it go): keep a wide margin.
+MIN_FREE_BYTES = 256 << 20
 
 
 def scratch_parent(environ: dict[str, str] | None = None) -> str | None:
