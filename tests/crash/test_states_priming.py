@@ -96,13 +96,14 @@ class Ran:
 
 def matrix_run(names: tuple[str, ...], dirs: tuple[str, ...], jobs: int, *,
                only: frozenset[str] | None = None, shard: tuple[int, int] | None = None,
-               keep: bool = False, finished: threading.Event | None = None, depth: int = 1) -> Ran:
+               keep: bool = False, finished: threading.Event | None = None, depth: int = 1,
+               faults: tuple[str, ...] | None = None) -> Ran:
     """An in-process `--states` matrix (`finished`: set once its first result is in)."""
     rows: dict[str, dict[str, Any]] = {}
     with runner_config("durable-agent", 60.0, False, keep, resolved=adapter_named("durable-agent")) as cfg:
         matrix = Matrix(MatrixConfig(scenarios=scenarios_named(names, dirs), runner=cfg, jobs=jobs,
                                      states=True, scenario_dirs=list(dirs), only=only, shard=shard,
-                                     depth=depth))
+                                     depth=depth, faults=faults))
 
         def kept(result: CaseResult, known: int) -> None:
             rows[result.case] = {k: getattr(result, k) for k in KEYS}
@@ -137,15 +138,16 @@ def test_primed_recoveries_give_every_case_the_result_an_unprimed_run_gives(
     assert two.held == 0
 
 
+@pytest.mark.usefixtures("recordings_wait_for_a_priming")
 def test_at_depth_two_the_cases_of_a_primed_state_extend_as_an_unprimed_run_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A primed recovery of a case that may be extended keeps its snapshots for the case's
-    own crash points (the case splices them): its depth-2 cases are those of an unprimed run."""
+    own crash points (the case splices them): its depth-2 cases are those of an unprimed run.
+    Kills only: a thousand cases instead of two."""
     dirs = (str(scenarios(tmp_path / "scenarios")),)
-    alone = matrix_run(("quick-tool",), dirs, 1, depth=2)
-    with primes_watched(monkeypatch) as primed:
-        two = matrix_run(("quick-tool",), dirs, 2, depth=2)
-    assert primed
+    alone = matrix_run(("quick-tool",), dirs, 1, depth=2, faults=("kill",))
+    two = matrix_run(("quick-tool",), dirs, 2, depth=2, faults=("kill",))
+    assert sum(two.tally.primed.values()) >= 1
     assert max(c.count("/") for c in two.rows) == 3, "depth-2 cases ran"
     assert two.rows == alone.rows
     # And as many of them started from states: a primed state's case had snapshots to give.
