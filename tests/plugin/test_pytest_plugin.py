@@ -181,13 +181,14 @@ def _outcomes(result: pytest.RunResult) -> dict[str, str]:
     return got
 
 
-@pytest.mark.parametrize("agent", ["durable-agent", "mutant:recover-no-lock"])
-def test_crash_states_give_every_case_the_outcome_a_real_kill_gives(pytester: pytest.Pytester,
-                                                                     agent: str) -> None:
+def test_crash_states_give_every_case_the_outcome_a_real_kill_gives(pytester: pytest.Pytester) -> None:
     # A built-in scenario with kills, torn writes and second processes: shared recoveries and a
-    # second-process host run inside whichever test needs them first, one test at a time.
-    args = ["--crashmatrix", "--crashmatrix-scenario", "changelog-fast", "--crashmatrix-agent", agent,
-            "-p", "no:cacheprovider", "-rA"]
+    # second-process host run inside whichever test needs them first, one test at a time. A
+    # mutant that only second processes kill: most of its cases pass, and the failing ones are
+    # those a host serves (that --states gives our agent's cases their verdicts is
+    # tests/crash/test_states.py's, through the command).
+    args = ["--crashmatrix", "--crashmatrix-scenario", "changelog-fast", "--crashmatrix-agent",
+            "mutant:recover-no-lock", "-p", "no:cacheprovider", "-rA"]
     real = _outcomes(pytester.runpytest_subprocess(*args, "-n", "2"))
     # In one process (no xdist), which prints how many crash points mapped to how many states.
     run = pytester.runpytest_subprocess(*args, "--crashmatrix-states")
@@ -198,12 +199,10 @@ def test_crash_states_give_every_case_the_outcome_a_real_kill_gives(pytester: py
     assert 0 < int(counts[2]) < int(counts[1]), "cases started from shared states"
     assert len(real) > 50
     assert shared == real
-    if agent == "durable-agent":
-        assert set(real.values()) == {"PASSED"}
-    else:  # killed only by second processes: cases a host serves
-        failed = {c for c, o in real.items() if o == "FAILED"}
-        assert failed, "the mutant is killed"
-        assert all(c.endswith("/second") for c in failed)
+    failed = {c for c, o in real.items() if o == "FAILED"}
+    assert failed, "the mutant is killed"
+    assert all(c.endswith("/second") for c in failed)
+    assert len(failed) < len(real) / 2
 
 
 def test_crash_states_are_refused_for_an_agent_that_does_not_declare_its_state_in_the_tree(
