@@ -25,6 +25,10 @@ then are in the key, and the recovery is given the rest at their events.
 
 Snapshots are bounded (snapshot_limits.py): a state over a bound, or past its recording's or the
 matrix's caps, is not kept, and its crash points run as real kills (`Tally.unkept_lines` says why).
+
+A recording offers the cases at each event as soon as its snapshot there is kept (`Priming`): in
+a job no case holds, the shared recovery of such a case's state starts before the recording ends
+(`_prime`), and the case, enumerated from the finished trace as always, finds it owned.
 """
 
 from __future__ import annotations
