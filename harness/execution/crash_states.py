@@ -26,7 +26,7 @@ then are in the key, and the recovery is given the rest at their events.
 Snapshots are bounded (snapshot_limits.py): a state over a bound, or past its recording's or the
 matrix's caps, is not kept, and its crash points run as real kills (`Tally.unkept_lines` says why).
 
-A recording offers the cases at each event as soon as its snapshot there is kept (`Priming`): in
+A recording offers the cases at each event as soon as its snapshot there is kept (priming.py): in
 a job no case holds, the shared recovery of such a case's state starts before the recording ends
 (`_prime`), and the case, enumerated from the finished trace as always, finds it owned.
 """
@@ -35,21 +35,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Capability
-from crashmatrix.harness.enumeration import steps_at
 from crashmatrix.harness.execution import states
 from crashmatrix.harness.execution.audit import Contents, workspace_of
 from crashmatrix.harness.execution.case_start import Start
-from crashmatrix.harness.execution.freeze_chain import FreezeChain, Outcome
+from crashmatrix.harness.execution.freeze_chain import FreezeChain, Outcome, as_case, with_intrusion
+from crashmatrix.harness.execution.priming import Priming, offering, primed_dir_name
 from crashmatrix.harness.execution.runner import CaseRunner, case_dir_name
 from crashmatrix.harness.execution.shared_tail import SharedTail, spliced
 from crashmatrix.harness.execution.snapshot_audit import contents
@@ -57,24 +56,11 @@ from crashmatrix.harness.execution.snapshot_capture import BoundedCapture, Budge
 from crashmatrix.harness.execution.snapshot_limits import LIMITS, Limits, Refused
 from crashmatrix.harness.execution.states_tally import Tally
 from crashmatrix.harness.execution.trees import remove_tree
-from crashmatrix.harness.faults.interface import AtCrash, FaultKind, at_crash_of, injecting, observes_of
+from crashmatrix.harness.faults.interface import AtCrash, at_crash_of, injecting, observes_of
 from crashmatrix.harness.faults.kill import KILL
 from crashmatrix.harness.records.case import Case, CrashStep
 from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Observation
 from crashmatrix.scenarios.model import Scenario
-
-# Offered a case whose recovery can start now, and the call that starts it (given whether the
-# case may be extended); the matrix decides whether it wants that case and runs the call.
-Offer = Callable[[Case, Callable[[bool], None]], None]
-
-
-@dataclass(frozen=True)
-class Priming:
-    """A recording's crash cases, started while it runs (`CrashStates.record`): the matrix's fault
-    kinds (those `primable` are offered) and where to offer each case."""
-
-    faults: Sequence[FaultKind]
-    offer: Offer
 
 
 @dataclass
@@ -148,7 +134,10 @@ class CrashStates:
         if may_extend and not case.blackbox:
             capture = self._capture(case.depth + 1)
             if priming is not None:
-                capture.on_kept = self._offering(case, scenario, capture, priming)
+                def primer(child: Case) -> Callable[[bool], None]:
+                    return functools.partial(self._prime, child, scenario, capture)
+
+                capture.on_kept = offering(case, capture, priming, self._room_to_prime, primer)
         try:
             obs = self.runner.run(case, scenario, capture=capture, settled=self.settled,
                                   trace_finisher=trace_finisher, slot=self.running)
@@ -240,47 +229,22 @@ class CrashStates:
         assert ran is not None  # only a primed recovery ends without an observation
         return ran
 
-    @staticmethod
-    def primable(fault: FaultKind) -> bool:
-        """Whether a case whose last step is `fault` can have its recovery primed: one `run`
-        starts from its parent's snapshot (a plain KILL fault, as `usable` has it)."""
-        return at_crash_of(fault) is AtCrash.KILL and not observes_of(fault) and injecting(fault) is None
+    def _room_to_prime(self) -> bool:
+        """What a primed run keeps is charged to the matrix's budget while the recordings still
+        take snapshots from it: none near its end, where it would decide which snapshots are
+        refused (the cases then run their recoveries themselves)."""
+        return self.budget.cap - self.budget.held >= self.limits.held_bytes
 
-    def _offering(self, recording: Case, scenario: Scenario, capture: BoundedCapture,
-                  priming: Priming) -> Callable[[int], None]:
-        """What the recording's capture calls at each event whose snapshot it kept (the agent
-        waits there): the cases at that event are offered, each with the call that primes its
-        recovery (`_prime`)."""
-        parent: _Execution | None = None
-        faults = [f for f in priming.faults if self.primable(f)]
-
-        def kept(n: int) -> None:
-            nonlocal parent
-            # The runner sets both before the incarnation's first event, and takes a snapshot
-            # right after reading an event: the last event is the one kept.
-            live, before = capture.live, capture.workspace_before
-            assert live is not None
-            assert before is not None
-            assert live.events[-1].n == n
-            # What a primed run keeps is charged to the matrix's budget while the recordings
-            # still take snapshots from it: none near its end, where it would decide which
-            # snapshots are refused (the cases then run their recoveries themselves).
-            if self.budget.cap - self.budget.held < self.limits.held_bytes:
-                return
-            if parent is None:
-                # The recording as far as it has gone: its incarnation's events grow as it runs,
-                # and a case reads only those up to its own event; its snapshots are these.
-                parent = _Execution([live], capture.snaps, before)
-            for step in steps_at(n, live.events[-1].point, faults):
-                case = Case(recording.scenario, (step,))
-                priming.offer(case, functools.partial(self._prime, case, scenario, parent))
-        return kept
-
-    def _prime(self, case: Case, scenario: Scenario, parent: _Execution, may_extend: bool) -> None:
-        """Run the shared recovery of `case`'s state while its recording still runs, in a
-        directory of its own (the case itself may be started meanwhile, in its own): the case,
-        and every case with its state, then splices it as from any other owner. Nothing when a
-        case already owns that state."""
+    def _prime(self, case: Case, scenario: Scenario, capture: BoundedCapture, may_extend: bool) -> None:
+        """Run the shared recovery of `case`'s state while its recording (whose snapshots
+        `capture` takes) still runs, in a directory of its own (the case itself may be started
+        meanwhile, in its own): the case, and every case with its state, then splices it as from
+        any other owner. Nothing when a case already owns that state."""
+        # The recording as far as it has gone: its incarnation's events grow as it runs, and a
+        # case reads only those up to its own event.
+        assert capture.live is not None
+        assert capture.workspace_before is not None
+        parent = _Execution([capture.live], capture.snaps, capture.workspace_before)
         self._from_state(case, scenario, parent, may_extend,
                          self.runner.config.work_root / primed_dir_name(case), primed=True)
 
@@ -412,9 +376,10 @@ class CrashStates:
             with self._lock:
                 self.tally.frozen[case.scenario] += 1
         if outcome.clean is not None and parent.obs is not None:
-            return _with_intrusion(parent.obs, case, outcome), True
+            return with_intrusion(parent.obs, case, outcome.clean), True
         if outcome.observation is not None:
-            return _own_prefix(outcome.observation, case, parent), False
+            return as_case(outcome.observation, case, parent.incarnations, parent.workspace_before,
+                           parent.obs.deliveries if parent.obs else []), False
         return self.record(case, scenario, may_extend), False
 
     def _host(self, chain: FreezeChain, case: Case, scenario: Scenario, parent: _Execution) -> None:
@@ -523,38 +488,6 @@ class CrashStates:
 
 def _parent(case: Case) -> Case:
     return Case(case.scenario, case.schedule[:-1])
-
-
-def primed_dir_name(case: Case) -> str:
-    """The directory a primed recovery of `case` runs in: named as case directories are (same
-    length: `states.restore` rewrites names byte for byte), and never the case's own."""
-    digest = hashlib.sha1(f"primed\0{case.case_id}".encode()).hexdigest()[:12]
-    return f"{case.scenario}-{digest}"
-
-
-def _with_intrusion(parent: Observation, case: Case, outcome: Outcome) -> Observation:
-    """A FREEZE case whose intruder was clean: its parent's observation, with the finishing
-    incarnation frozen at the point and its intrusion recorded, and the parent's settle (which
-    changed nothing) standing for both the recovery after it and its own settle."""
-    d, n = case.depth, case.schedule[-1].n
-    settle = parent.incarnations[d]
-    incarnations = [*parent.incarnations[:d - 1],
-                    dataclasses.replace(parent.incarnations[d - 1], frozen_at=n),
-                    dataclasses.replace(settle, index=d + 1, settle=False),
-                    dataclasses.replace(settle, index=d + 2, settle=True)]
-    assert outcome.clean is not None
-    return dataclasses.replace(parent, case=case, incarnations=incarnations, intrusions=[outcome.clean])
-
-
-def _own_prefix(host: Observation, case: Case, parent: _Execution) -> Observation:
-    """The host's run as `case`'s: the host may have been started for another parent of the
-    group (the same state, reached through other incarnations), so the earlier incarnations,
-    the workspace before them and their deliveries are the case's own parent's."""
-    d = case.depth
-    earlier = [x for x in (parent.obs.deliveries if parent.obs else []) if x.incarnation < d]
-    return dataclasses.replace(host, case=case, workspace_before=parent.workspace_before,
-                               incarnations=[*parent.incarnations[:d - 1], *host.incarnations[d - 1:]],
-                               deliveries=[*earlier, *(x for x in host.deliveries if x.incarnation >= d)])
 
 
 def _delivered(parent: _Execution, d: int, n: int) -> list[Delivery]:

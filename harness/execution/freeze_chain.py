@@ -16,16 +16,19 @@ costs what real kills cost.
 
 Sound for the same reason a crash state is: the agent declares `state-in-tree` (its behaviour is
 a function of what it can observe), and `--audit-states` re-runs a sample as real cases.
+A point's observation is its parent's run with the clean intrusion in it (`with_intrusion`), or
+the host's run with the point's own earlier incarnations (`as_case`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from crashmatrix.harness.records.case import CrashStep
-from crashmatrix.harness.records.observation import Intrusion, Observation
+from crashmatrix.harness.records.case import Case, CrashStep
+from crashmatrix.harness.records.observation import Delivery, IncarnationRecord, Intrusion, Observation
 
 
 @dataclass(frozen=True)
@@ -80,3 +83,28 @@ class FreezeChain:
             future = self.outcomes[n]
             if not future.done():
                 future.set_result(outcome)
+
+
+def with_intrusion(parent: Observation, case: Case, intrusion: Intrusion) -> Observation:
+    """A FREEZE case whose intruder was clean: its parent's observation, with the finishing
+    incarnation frozen at the point and its intrusion recorded, and the parent's settle (which
+    changed nothing) standing for both the recovery after it and its own settle."""
+    d, n = case.depth, case.schedule[-1].n
+    settle = parent.incarnations[d]
+    incarnations = [*parent.incarnations[:d - 1],
+                    dataclasses.replace(parent.incarnations[d - 1], frozen_at=n),
+                    dataclasses.replace(settle, index=d + 1, settle=False),
+                    dataclasses.replace(settle, index=d + 2, settle=True)]
+    return dataclasses.replace(parent, case=case, incarnations=incarnations, intrusions=[intrusion])
+
+
+def as_case(host: Observation, case: Case, parent_incarnations: list[IncarnationRecord],
+            workspace_before: dict[str, str], parent_deliveries: list[Delivery]) -> Observation:
+    """The host's run as `case`'s: the host may have been started for another parent of the
+    group (the same state, reached through other incarnations), so the earlier incarnations,
+    the workspace before them and their deliveries are the case's own parent's."""
+    d = case.depth
+    earlier = [x for x in parent_deliveries if x.incarnation < d]
+    return dataclasses.replace(host, case=case, workspace_before=workspace_before,
+                               incarnations=[*parent_incarnations[:d - 1], *host.incarnations[d - 1:]],
+                               deliveries=[*earlier, *(x for x in host.deliveries if x.incarnation >= d)])

@@ -32,6 +32,7 @@ from crashmatrix.harness.enumeration import (
 from crashmatrix.harness.evaluate import evaluate
 from crashmatrix.harness.execution.audit import audited, compared
 from crashmatrix.harness.execution.incarnation import kill_all
+from crashmatrix.harness.execution.priming import Priming, primable
 from crashmatrix.harness.execution.runner import CaseRunner, RunnerConfig
 from crashmatrix.harness.execution.stop_signals import CaseAborted, Interrupted, stop_signals_handled
 from crashmatrix.harness.faults.interface import has_variants_of
@@ -44,7 +45,7 @@ from crashmatrix.scenarios.arrivals import parse as arrival_of
 from crashmatrix.scenarios.model import Scenario
 
 if TYPE_CHECKING:
-    from crashmatrix.harness.execution.crash_states import CrashStates, Priming
+    from crashmatrix.harness.execution.crash_states import CrashStates
 
 _T = TypeVar("_T")
 
@@ -161,14 +162,12 @@ class Matrix:
         start from its snapshots: offer them while it runs, so their recoveries need not wait
         for its end (`_Offered`, primed in `run`). The cases themselves still come from its
         finished trace. Not with one job: the recording holds it, so none is ever idle."""
-        from crashmatrix.harness.execution.crash_states import CrashStates, Priming  # noqa: PLC0415
-
         cfg = self.config
         if (self._offers is None or case.depth != 0 or cfg.jobs <= 1 or case.blackbox
                 or cfg.runner.blackbox or cfg.runner.keep  # each kept directory is a case's own
                 or cfg.shard is not None or cfg.runner.syscalls or scenario.inputs or scenario.cancels
                 or arrival_of(scenario.name) is not None
-                or not any(CrashStates.primable(f) for f in self.faults)):
+                or not any(primable(f) for f in self.faults)):
             return None
         offers = self._offers
         return Priming(self.faults, lambda child, start: offers.put(_Offered(child, start)))

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from crashmatrix.fakes.case import CaseState
 from crashmatrix.harness.adapters.interface import Adapter, Capability, LaunchSpec, pass_env_of
 from crashmatrix.harness.adapters.requirements import Unsupported, unmet
-from crashmatrix.harness.execution import case_services, syscall_points
+from crashmatrix.harness.execution import case_services, permits, syscall_points
 from crashmatrix.harness.execution.call_steps import killed_at_event, read_trace, tracing_for
 from crashmatrix.harness.execution.case_services import DownstreamHost
 from crashmatrix.harness.execution.case_start import Capture, Start
@@ -66,9 +66,6 @@ from crashmatrix.harness.records.observation import (
 from crashmatrix.harness.records.results import DEFAULT_MAX_EVENTS, DEFAULT_TIMEOUT_S
 from crashmatrix.harness.records.transcript import Transcript
 from crashmatrix.scenarios.model import Scenario
-
-# Permits granted at a time to an incarnation that is to run to its end.
-RUN_AHEAD = 256
 
 
 class ProviderHost(Protocol):
@@ -175,7 +172,13 @@ class CaseRunner:
         frozen at each of the chain's points in turn (`--states`, freeze_chain.py); `trace_finisher`:
         trace the incarnation that finishes the work for its store calls (`--syscalls`: the
         system-call points a deeper case may crash at); `slot`: held while its agents run (the
-        matrix's jobs)."""
+        matrix's jobs; let go however the case ends)."""
+        with contextlib.ExitStack() as held:
+            return self._run(case, scenario, start, capture, settled, chain, trace_finisher, slot, held)
+
+    def _run(self, case: Case, scenario: Scenario, start: Start | None, capture: Capture | None,
+             settled: Settled | None, chain: FreezeChain | None, trace_finisher: bool,
+             slot: AbstractContextManager[object] | None, held: contextlib.ExitStack) -> Observation:
         cfg = self.config
         self._check_supported(case, scenario)
         began = time.monotonic()
@@ -208,8 +211,7 @@ class CaseRunner:
         probes = not (cfg.blackbox or case.blackbox)
         base = dataclasses.replace(self.spec_for(case_dir, scenario), provider_url=url, services=services)
         # A job slot for its agents' run (the case's deadline counts from it); what comes after
-        # (reading the store and the workspace, judging) overlaps another case's agents.
-        held = contextlib.ExitStack()
+        # (reading the workspace, judging) overlaps another case's agents.
         if slot is not None:
             held.enter_context(slot)
         deadline = time.monotonic() + cfg.case_timeout_s
@@ -287,25 +289,19 @@ class CaseRunner:
                 index += 1
         except OSError as exc:
             harness_error = f"{exc.__class__.__name__}: {exc}"
-        except BaseException:
-            held.close()  # the case ends here (a stop, a harness error): its job is free
-            raise
         finally:
-            try:
-                # What its agents left running (a daemon) ends with the case, not the command.
-                end_orphans(os.fspath(case_dir))
-                raw_requests = cfg.provider.requests(case_key)
-                cfg.provider.forget(case_key)
-                downstream = case_services.collect(cfg.downstream, case_key, services, incarnations)
-            except BaseException:
-                held.close()
-                raise
-        with held:  # an adapter may read its store with the agent's own program: still a job
-            if self.stop.is_set():
-                remove_tree(case_dir)
-                raise CaseAborted(case.case_id)
-            has_store = Capability.STORE in cfg.adapter.capabilities
-            transcript = cfg.adapter.read_transcript(spec) if has_store else Transcript()
+            # What its agents left running (a daemon) ends with the case, not with the command.
+            end_orphans(os.fspath(case_dir))
+            raw_requests = cfg.provider.requests(case_key)
+            cfg.provider.forget(case_key)
+            downstream = case_services.collect(cfg.downstream, case_key, services, incarnations)
+        if self.stop.is_set():
+            remove_tree(case_dir)
+            raise CaseAborted(case.case_id)
+        has_store = Capability.STORE in cfg.adapter.capabilities
+        # An adapter may read its store with the agent's own program: still within the job.
+        transcript = cfg.adapter.read_transcript(spec) if has_store else Transcript()
+        held.close()
         after = snapshot(workspace)
         scratch_low = self._scratch_low(case, case_dir, began)
         if not cfg.keep:
@@ -418,14 +414,14 @@ class CaseRunner:
             try:
                 # Most scenarios deliver nothing: then no event needs a delivery check. An
                 # intruder delivers nothing: scenario items are for the session's own incarnations.
-                pending = freezer is not None and _pending(scenario, deliveries)
+                pending = freezer is not None and permits.pending(scenario, deliveries)
                 # Snapshots need the agent waiting at each event: one permit at a time, as for a delivery.
-                self._grant(inc, step, pending or capture is not None)
+                permits.grant(inc, step, pending or capture is not None)
                 while (event := inc.next_event(deadline)) is not None:
                     record.events.append(event)
                     if pending:
-                        self._deliver(event, spec, record.index, scenario, deliveries)
-                        pending = _pending(scenario, deliveries)
+                        permits.deliver(adapter, event, spec, record.index, scenario, deliveries)
+                        pending = permits.pending(scenario, deliveries)
                     # After the delivery: a kill at this event comes after it too (below).
                     if capture is not None and case_key is not None:
                         capture.take(case_dir, self.config.provider.state(case_key), record.index, event.n)
@@ -452,13 +448,13 @@ class CaseRunner:
                                     inc.kill()  # every point was clean: the rest is the parent's run
                                     record.crashed_at = event.n
                                     break
-                            self._grant(inc, step, pending or capture is not None)
+                            permits.grant(inc, step, pending or capture is not None)
                             continue
                         inc.kill()  # an observed one: strace has exited too, its trace complete
                         record.crashed_at = event.n
                         killed_at_event(traced, fault, adapter, self.config.fsync, step, record, spec)
                         break
-                    self._grant(inc, step, pending or capture is not None)
+                    permits.grant(inc, step, pending or capture is not None)
                 else:
                     if step is not None:
                         record.nondeterministic = (
@@ -497,39 +493,3 @@ class CaseRunner:
             env.update(self.config.adapter.env())
             self._base_env = env
         return self._base_env
-
-    @staticmethod
-    def _grant(inc: Incarnation, step: Any, pending: bool) -> None:
-        """Let the agent past the events read so far, and ahead as far as nothing needs doing.
-
-        While a scenario input or cancel is still to be delivered, the agent goes one event at a
-        time: the item must land while the agent waits at its boundary. Otherwise it runs ahead
-        to just before the crash point (or freely, when this incarnation finishes), and the
-        events in between cost no round trip; they are still read and checked in order.
-        """
-        done = inc.events_read
-        if pending:
-            inc.permit_through(done)
-            return
-        # Permits go out in batches (a pipe holds 64 KiB), topped up as events are read.
-        if inc.granted - done < RUN_AHEAD // 4:
-            target = done + RUN_AHEAD
-            inc.permit_through(target if step is None else max(done, min(target, step.n - 1)))
-
-    def _deliver(self, event: Any, spec: LaunchSpec, index: int, scenario: Scenario,
-                 deliveries: list[Delivery]) -> None:
-        done = {d.item_id for d in deliveries}
-        for item in scenario.inputs:
-            if item.id not in done and item.at.matches(event.kind, event.label):
-                self.config.adapter.deliver(spec, "input", item.id, item.text)
-                deliveries.append(Delivery("input", item.id, item.text, index, event.n))
-        for cancel in scenario.cancels:
-            if cancel.id not in done and cancel.at.matches(event.kind, event.label):
-                self.config.adapter.deliver(spec, "cancel", cancel.id, "")
-                deliveries.append(Delivery("cancel", cancel.id, "", index, event.n))
-
-
-def _pending(scenario: Scenario, deliveries: list[Delivery]) -> bool:
-    done = {d.item_id for d in deliveries}
-    return any(i.id not in done for i in scenario.inputs) or any(
-        c.id not in done for c in scenario.cancels)

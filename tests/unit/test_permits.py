@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crashmatrix.harness.execution.runner import RUN_AHEAD, CaseRunner, _pending
+from crashmatrix.harness.execution.permits import RUN_AHEAD, grant, pending
 from crashmatrix.harness.records.case import CrashStep
 from crashmatrix.harness.records.observation import Delivery
 from crashmatrix.scenarios import load_builtin
@@ -35,7 +35,7 @@ def _drive(step: CrashStep | None, total_events: int, scenario: str = "changelog
     yet), and the runner's grants after each event; stop at the crash point."""
     inc, sc = FakeIncarnation(), SCENARIOS[scenario]
     deliveries: list[Delivery] = []
-    CaseRunner._grant(inc, step, _pending(sc, deliveries))  # type: ignore[arg-type]
+    grant(inc, step, pending(sc, deliveries))
     while inc.events_read < total_events:
         # The agent may report the next event only if it was permitted through the last one.
         assert inc.events_read <= inc.granted, "the agent ran past its permits"
@@ -47,7 +47,7 @@ def _drive(step: CrashStep | None, total_events: int, scenario: str = "changelog
             assert inc.granted == inc.events_read - 1, "ran past a pending delivery boundary"
             deliveries += [Delivery("input", i.id, i.text, 1, delivered_at) for i in sc.inputs]
             deliveries += [Delivery("cancel", c.id, "", 1, delivered_at) for c in sc.cancels]
-        CaseRunner._grant(inc, step, _pending(sc, deliveries))  # type: ignore[arg-type]
+        grant(inc, step, pending(sc, deliveries))
     return inc
 
 
