@@ -11,11 +11,11 @@ it would another case's, so no result changes.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crashmatrix.harness.enumeration import steps_at
+from crashmatrix.harness.execution.runner import case_dir_name
 from crashmatrix.harness.execution.snapshot_capture import BoundedCapture
 from crashmatrix.harness.faults.interface import AtCrash, FaultKind, at_crash_of, injecting, observes_of
 from crashmatrix.harness.records.case import Case
@@ -41,10 +41,9 @@ def primable(fault: FaultKind) -> bool:
 
 
 def primed_dir_name(case: Case) -> str:
-    """The directory a primed recovery of `case` runs in: named as case directories are (same
-    length: `states.restore` rewrites names byte for byte), and never the case's own."""
-    digest = hashlib.sha1(f"primed\0{case.case_id}".encode()).hexdigest()[:12]
-    return f"{case.scenario}-{digest}"
+    """The directory a primed recovery of `case` runs in: named as case directories are, and
+    never the case's own."""
+    return case_dir_name(case, "primed\0")
 
 
 def offering(recording: Case, capture: BoundedCapture, priming: Priming, room: Callable[[], bool],

@@ -113,8 +113,10 @@ class RunnerConfig:
         return self.agent_ref or self.adapter.name
 
 
-def case_dir_name(case: Case) -> str:
-    digest = hashlib.sha1(case.case_id.encode()).hexdigest()[:12]
+def case_dir_name(case: Case, salt: str = "") -> str:
+    """`<scenario>-<12 hex digits>`: every case directory's name is as long (`states.restore`
+    rewrites one into another byte for byte); `salt` names another for the same case."""
+    digest = hashlib.sha1(f"{salt}{case.case_id}".encode()).hexdigest()[:12]
     return f"{case.scenario}-{digest}"
 
 
